@@ -1,0 +1,31 @@
+# The two commands the README promises: `make run` and `make test`.
+.PHONY: run test setup build release lint unit e2e clean
+
+run: build
+	./target/debug/sandbox-console
+
+test: build lint unit e2e
+
+setup:
+	scripts/setup.sh
+
+build: setup
+	scripts/build.sh
+
+release: setup
+	scripts/build.sh --release
+
+lint:
+	cargo fmt --check
+	cargo clippy --features ssr --all-targets -- -D warnings
+	cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features hydrate --target-dir target/front -- -D warnings
+
+unit:
+	cargo test --features ssr
+
+e2e:
+	scripts/e2e.sh
+
+clean:
+	cargo clean
+	rm -rf end2end/node_modules end2end/test-results

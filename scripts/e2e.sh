@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+#! Runs the Playwright suite (JS on and JS off) against a freshly started server with its own
+#! temporary data directory. Expects scripts/build.sh to have run.
+#! Usage: scripts/e2e.sh [path/to/sandbox-console]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh --e2e
+
+bin=${1:-target/debug/sandbox-console}
+[ -x "$bin" ] || { echo "e2e: $bin not found; run scripts/build.sh first" >&2; exit 1; }
+data=$(mktemp -d)
+log="$data/server.log"
+password="e2e-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+
+ADMIN_USERNAME=admin ADMIN_PASSWORD="$password" RUST_LOG=${RUST_LOG:-warn} \
+  "$bin" --listen 127.0.0.1:0 --data-dir "$data" >"$log" 2>&1 &
+pid=$!
+cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$data"; }
+trap cleanup EXIT
+
+address=
+for _ in $(seq 1 200); do
+  address=$(sed -n 's/^sandbox-console listening on //p' "$log")
+  [ -n "$address" ] && break
+  kill -0 "$pid" 2>/dev/null || { echo "e2e: the server exited:"; cat "$log"; exit 1; }
+  sleep 0.1
+done
+[ -n "$address" ] || { echo "e2e: the server did not start:"; cat "$log"; exit 1; }
+echo "e2e: server at $address"
+
+cd end2end
+rm -rf test-results
+if ! BASE_URL="$address" E2E_ADMIN_USERNAME=admin E2E_ADMIN_PASSWORD="$password" npx playwright test; then
+  echo "e2e: server log:"; cat "$log"; exit 1
+fi
+echo "e2e: screenshots in end2end/test-results/"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+#! Installs every tool the build and the tests need, idempotently. Safe to run again.
+#! Usage: scripts/setup.sh [--e2e]   (--e2e also installs Chromium and the Playwright driver)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
+
+# The wasm-bindgen CLI must be exactly the version the lockfile (or the Cargo.toml pin) uses.
+wasm_bindgen_version() {
+  if [ -f Cargo.lock ]; then
+    awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock
+  else
+    sed -n 's/^wasm-bindgen = { version = "=\([0-9.]*\)".*/\1/p; s/^wasm-bindgen = "=\([0-9.]*\)"/\1/p' Cargo.toml | head -n1
+  fi
+}
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  log "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+want=$(wasm_bindgen_version)
+[ -n "$want" ] || { echo "setup: cannot find the wasm-bindgen version in Cargo.lock/Cargo.toml" >&2; exit 1; }
+have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have" != "$want" ]; then
+  # Not --locked: the CLI's own lockfile pins a webpki-roots that the registry here does not serve.
+  log "installing wasm-bindgen-cli $want (had: ${have:-none}); takes 2-4 minutes"
+  cargo install wasm-bindgen-cli --version "$want" --force
+fi
+
+if [ "${1:-}" = "--e2e" ]; then
+  if [ ! -x /usr/bin/chromium ]; then
+    log "installing Debian chromium"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq chromium >/dev/null
+  fi
+  if [ ! -d end2end/node_modules/playwright-core ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
+    log "installing the Playwright test runner (npm ci; no browser download)"
+    (cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
+  fi
+fi
+log "ok"

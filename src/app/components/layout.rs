@@ -1,0 +1,39 @@
+use leptos::prelude::*;
+use leptos_router::components::A;
+
+use crate::server_fns::auth::current_admin;
+
+/// The frame of every signed-in page: brand, navigation (only pages that exist), the
+/// signed-in admin and the sign-out button (a plain form: it works without JavaScript).
+#[component]
+pub fn Layout(children: Children) -> impl IntoView {
+    let admin = Resource::new(|| (), |_| current_admin());
+    view! {
+        <header class="topbar">
+            <a class="brand" href="/">
+                <span class="brand-mark" aria-hidden="true">"▣"</span>
+                " sandbox-console"
+            </a>
+            <nav class="mainnav" aria-label="Main">
+                <A href="/" exact=true>"Overview"</A>
+            </nav>
+            <div class="account">
+                <Transition fallback=|| ()>
+                    {move || {
+                        admin.get().and_then(Result::ok).map(|admin| {
+                            view! {
+                                <span class="admin-name" data-testid="admin-name" title="Signed in">
+                                    {admin.username}
+                                </span>
+                            }
+                        })
+                    }}
+                </Transition>
+                <form method="post" action="/auth/logout" class="logout">
+                    <button type="submit" class="button secondary" data-testid="logout">"Sign out"</button>
+                </form>
+            </div>
+        </header>
+        <main class="content">{children()}</main>
+    }
+}

@@ -1,0 +1,4 @@
+//! Reusable UI pieces.
+
+pub mod error_view;
+pub mod layout;

@@ -1,0 +1,35 @@
+//! The Leptos UI: the HTML shell, the routes, pages and components. Compiles for ssr and hydrate.
+
+pub mod components;
+pub mod pages;
+mod shell;
+
+pub use shell::shell;
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, Link, Stylesheet, Title};
+use leptos_router::{
+    components::{Route, Router, Routes},
+    path, SsrMode,
+};
+
+use components::layout::Layout;
+use pages::{login::LoginPage, not_found::NotFoundPage, overview::OverviewPage};
+
+/// The application. Every route renders with `SsrMode::Async` so the full page, data
+/// included, arrives in the first response: the console works with JavaScript off.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    view! {
+        <Stylesheet id="leptos" href="/pkg/sandbox-console.css"/>
+        <Link rel="icon" href="/favicon.svg" type_="image/svg+xml"/>
+        <Title formatter=|page: String| if page.is_empty() { "sandbox-console".to_owned() } else { format!("{page} · sandbox-console") }/>
+        <Router>
+            <Routes fallback=|| view! { <Layout><NotFoundPage/></Layout> }>
+                <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
+                <Route path=path!("/") view=|| view! { <Layout><OverviewPage/></Layout> } ssr=SsrMode::Async/>
+            </Routes>
+        </Router>
+    }
+}

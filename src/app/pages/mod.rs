@@ -1,0 +1,5 @@
+//! One file per page.
+
+pub mod login;
+pub mod not_found;
+pub mod overview;

@@ -1,0 +1,4 @@
+//! Wasm-safe types shared by the UI, server functions and the server: serde only, no I/O.
+
+pub mod admin;
+pub mod overview;

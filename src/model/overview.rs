@@ -1,0 +1,15 @@
+//! What the overview page shows about this installation.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SystemOverview {
+    pub version: String,
+    /// Human description of the database, e.g. `SQLite (data/sandbox-console.db)`.
+    pub database: String,
+    pub admin_count: i64,
+    pub active_sessions: i64,
+    /// RFC 3339 UTC timestamp of this process' start.
+    pub started_at: String,
+    pub uptime_secs: u64,
+}

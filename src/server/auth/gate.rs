@@ -1,0 +1,126 @@
+//! The gate in front of every route: public paths pass, everything else needs a signed-in
+//! admin. Anonymous page visits are sent to the sign-in page (and back afterwards); anonymous
+//! server-function and API calls get 401. Signed-in requests carry an `AdminInfo` extension.
+
+use axum::{
+    extract::{Request, State},
+    http::{header, HeaderMap, Method, StatusCode},
+    middleware::Next,
+    response::{IntoResponse, Redirect, Response},
+    Json,
+};
+use serde_json::json;
+use tower_sessions::Session;
+
+use crate::server::{assets, auth::session, state::AppState};
+
+/// Paths anyone may request: the sign-in flow, probes, and the site's static files.
+fn is_public(path: &str) -> bool {
+    matches!(path, "/login" | "/auth/login" | "/auth/logout" | "/healthz" | "/readyz") || assets::exists(path)
+}
+
+/// Paths answered with 401 instead of a redirect: machine callers, not people.
+fn is_api(path: &str) -> bool {
+    path.starts_with("/rpc/") || path.starts_with("/api/")
+}
+
+pub async fn gate(State(state): State<AppState>, session: Session, mut request: Request, next: Next) -> Response {
+    if !is_safe_method(request.method()) && !same_origin(request.headers()) {
+        return (StatusCode::FORBIDDEN, "cross-origin request refused").into_response();
+    }
+    let path = request.uri().path().to_owned();
+    // Public paths need no session lookup, except the sign-in page (signed-in admins skip it).
+    if path != "/login" && is_public(&path) {
+        return next.run(request).await;
+    }
+    let admin = match session::signed_in_admin(&session, &state.pool).await {
+        Ok(admin) => admin,
+        Err(error) => {
+            tracing::error!(%error, "could not read the session");
+            return (StatusCode::SERVICE_UNAVAILABLE, "the session store is unavailable").into_response();
+        }
+    };
+    match admin {
+        // Signed-in admins have nothing to do on the sign-in page.
+        Some(_) if path == "/login" => Redirect::to("/").into_response(),
+        Some(admin) => {
+            request.extensions_mut().insert(admin);
+            next.run(request).await
+        }
+        None if path == "/login" => next.run(request).await,
+        None if is_api(&path) => unauthenticated(),
+        None if matches!(*request.method(), Method::GET | Method::HEAD) => {
+            let target = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
+            Redirect::to(&login_url(None, target)).into_response()
+        }
+        None => unauthenticated(),
+    }
+}
+
+fn unauthenticated() -> Response {
+    let body = json!({ "error": { "kind": "unauthenticated", "message": "sign in first" } });
+    (StatusCode::UNAUTHORIZED, Json(body)).into_response()
+}
+
+/// `/login`, with an optional error code and the page to return to.
+pub fn login_url(error: Option<&str>, next: &str) -> String {
+    let mut url = String::from("/login");
+    let mut sep = '?';
+    if let Some(error) = error {
+        url.push_str(&format!("{sep}error={error}"));
+        sep = '&';
+    }
+    if next != "/" {
+        url.push_str(&format!("{sep}next={}", percent_encode(next)));
+    }
+    url
+}
+
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn is_safe_method(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// Refuses state-changing requests that a browser says come from another site (defence in
+/// depth on top of `SameSite=Strict`). Clients that send no `Origin` (curl, agents) pass.
+fn same_origin(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return true;
+    };
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    let origin_host = origin.split_once("://").map(|(_, rest)| rest);
+    matches!((origin_host, host), (Some(o), Some(h)) if o.eq_ignore_ascii_case(h))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn login_url_keeps_the_target_encoded() {
+        assert_eq!(login_url(None, "/"), "/login");
+        assert_eq!(login_url(None, "/settings?tab=a b"), "/login?next=/settings%3Ftab%3Da%20b");
+        assert_eq!(login_url(Some("invalid"), "/x"), "/login?error=invalid&next=/x");
+    }
+
+    #[test]
+    fn cross_origin_posts_are_recognised() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, "127.0.0.1:3000".parse().unwrap());
+        assert!(same_origin(&headers));
+        headers.insert(header::ORIGIN, "http://127.0.0.1:3000".parse().unwrap());
+        assert!(same_origin(&headers));
+        headers.insert(header::ORIGIN, "https://evil.example".parse().unwrap());
+        assert!(!same_origin(&headers));
+        headers.insert(header::ORIGIN, "null".parse().unwrap());
+        assert!(!same_origin(&headers));
+    }
+}

@@ -1,0 +1,156 @@
+//! Sign-in and sign-out as plain form posts: they work with JavaScript off, and the hydrated
+//! page submits the same forms. Browsers get 303 redirects (errors as `?error=` codes the
+//! sign-in page explains); clients that ask for JSON get statuses and JSON bodies.
+
+use std::net::SocketAddr;
+
+use axum::{
+    extract::{ConnectInfo, State},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Redirect, Response},
+    Form, Json,
+};
+use serde::Deserialize;
+use serde_json::json;
+use tower_sessions::Session;
+
+use crate::server::{
+    auth::{gate::login_url, password, session},
+    db::admin_user,
+    state::AppState,
+};
+
+#[derive(Deserialize)]
+pub struct LoginForm {
+    #[serde(default)]
+    username: String,
+    #[serde(default)]
+    password: String,
+    /// Where to go after signing in (a local path); the page the visitor first asked for.
+    #[serde(default)]
+    next: String,
+}
+
+enum Failure {
+    Invalid,
+    RateLimited { retry_after_secs: u64 },
+    Unavailable,
+}
+
+pub async fn login(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    session: Session,
+    headers: HeaderMap,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    let json = wants_json(&headers);
+    let next = safe_next(&form.next);
+    let account = form.username.trim().to_lowercase();
+
+    if let Err(wait) = state.login_limiter.check(&account, peer.ip()) {
+        tracing::warn!(%account, client = %peer.ip(), "sign-in refused: too many failures");
+        return failure(json, &next, Failure::RateLimited { retry_after_secs: wait.as_secs().max(1) });
+    }
+    let user = match admin_user::find_by_username(&state.pool, &account).await {
+        Ok(user) => user,
+        Err(error) => {
+            tracing::error!(%error, "sign-in: user lookup failed");
+            return failure(json, &next, Failure::Unavailable);
+        }
+    };
+    let stored_hash = user.as_ref().map(|u| u.password_hash.clone());
+    let user = match (password::verify(stored_hash, form.password).await, user) {
+        (true, Some(user)) => user,
+        _ => {
+            state.login_limiter.record_failure(&account, peer.ip());
+            tracing::warn!(%account, client = %peer.ip(), "sign-in failed");
+            return failure(json, &next, Failure::Invalid);
+        }
+    };
+    state.login_limiter.record_success(&account);
+    if let Err(error) = session::sign_in(&session, &user).await {
+        tracing::error!(%error, "sign-in: could not store the session");
+        return failure(json, &next, Failure::Unavailable);
+    }
+    if let Err(error) = admin_user::record_login(&state.pool, user.id).await {
+        tracing::warn!(%error, "sign-in: could not record the login time");
+    }
+    tracing::info!(username = %user.username, client = %peer.ip(), "admin signed in");
+    if json {
+        Json(json!({ "username": user.username, "next": next })).into_response()
+    } else {
+        Redirect::to(&next).into_response()
+    }
+}
+
+pub async fn logout(session: Session, headers: HeaderMap) -> Response {
+    if let Err(error) = session::sign_out(&session).await {
+        tracing::error!(%error, "sign-out: could not delete the session");
+        return (StatusCode::SERVICE_UNAVAILABLE, "the session store is unavailable").into_response();
+    }
+    if wants_json(&headers) {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        Redirect::to("/login?error=signed_out").into_response()
+    }
+}
+
+fn failure(json: bool, next: &str, failure: Failure) -> Response {
+    let (status, kind, message) = match failure {
+        Failure::Invalid => (StatusCode::UNAUTHORIZED, "invalid", "Invalid username or password.".to_owned()),
+        Failure::RateLimited { retry_after_secs } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!("Too many failed sign-in attempts. Try again in {retry_after_secs} seconds."),
+        ),
+        Failure::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "Sign-in is unavailable right now.".to_owned()),
+    };
+    let retry_after = match failure {
+        Failure::RateLimited { retry_after_secs } => Some(retry_after_secs),
+        _ => None,
+    };
+    let mut response = if json {
+        (status, Json(json!({ "error": { "kind": kind, "message": message } }))).into_response()
+    } else {
+        let mut url = login_url(Some(kind), next);
+        if let Some(secs) = retry_after {
+            url.push_str(&format!("&retry_after={secs}"));
+        }
+        Redirect::to(&url).into_response()
+    };
+    if let Some(secs) = retry_after {
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
+}
+
+fn wants_json(headers: &HeaderMap) -> bool {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    accept.contains("application/json") && !accept.contains("text/html")
+}
+
+/// Only local absolute paths are followed after sign-in; anything else (`//evil`, `https://…`,
+/// the sign-in endpoints themselves) goes to the overview.
+fn safe_next(next: &str) -> String {
+    let local = next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.starts_with("/\\")
+        && !next.chars().any(|c| c.is_control())
+        && !next.starts_with("/login")
+        && !next.starts_with("/auth/");
+    if local { next.to_owned() } else { "/".to_owned() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_next;
+
+    #[test]
+    fn safe_next_keeps_local_paths_and_drops_everything_else() {
+        assert_eq!(safe_next("/settings?tab=docker"), "/settings?tab=docker");
+        for hostile in ["", "https://evil.example/", "//evil.example", "/\\evil.example", "/login", "/auth/logout", "/x\r\nSet-Cookie: a"] {
+            assert_eq!(safe_next(hostile), "/", "{hostile:?}");
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Command line and environment configuration. Every flag has an environment variable;
+//! the README lists them all.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser, Clone)]
+#[command(name = "sandbox-console", version, about = "Admin console and execution gateway for code-execution sandboxes")]
+pub struct Cli {
+    #[command(flatten)]
+    pub config: Config,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Clone, Debug)]
+pub enum Command {
+    /// Serve the console and the API (the default when no command is given).
+    Serve,
+    /// Manage administrator accounts.
+    Admin {
+        #[command(subcommand)]
+        action: AdminAction,
+    },
+}
+
+#[derive(Subcommand, Clone, Debug)]
+pub enum AdminAction {
+    /// Create an administrator. The password comes from --password-stdin, else ADMIN_PASSWORD,
+    /// else a random one is generated and printed once.
+    Create {
+        #[arg(long)]
+        username: String,
+        /// Read the password from the first line of standard input.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Set a new password for an administrator and sign out all of their sessions.
+    ResetPassword {
+        #[arg(long)]
+        username: String,
+        /// Read the password from the first line of standard input.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+}
+
+/// Settings of one running instance. `Debug` is written by hand: the admin password never
+/// reaches a log.
+#[derive(Args, Clone)]
+pub struct Config {
+    /// Address the HTTP server binds to (port 0 picks a free port).
+    #[arg(long, env = "SANDBOX_CONSOLE_LISTEN", default_value = "127.0.0.1:3000", global = true)]
+    pub listen: SocketAddr,
+    /// Directory for the embedded SQLite database and other state.
+    #[arg(long, env = "SANDBOX_CONSOLE_DATA_DIR", default_value = "./data", global = true)]
+    pub data_dir: PathBuf,
+    /// Database URL; defaults to the SQLite file `<data-dir>/sandbox-console.db`.
+    #[arg(long, env = "DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+    /// Username of the administrator created on first start when none exists.
+    #[arg(long, env = "ADMIN_USERNAME", default_value = "admin", global = true)]
+    pub admin_username: String,
+    /// Password for that first administrator (and for `admin create`); generated when unset.
+    #[arg(long, env = "ADMIN_PASSWORD", hide_env_values = true, global = true)]
+    pub admin_password: Option<String>,
+    /// Mark the session cookie `Secure` (set this when the console is served over TLS).
+    #[arg(long, env = "SANDBOX_CONSOLE_SECURE_COOKIES", global = true)]
+    pub secure_cookies: bool,
+    /// Sign an administrator out after this many minutes without a request.
+    #[arg(long, env = "SANDBOX_CONSOLE_SESSION_IDLE_MINUTES", default_value_t = 480, global = true)]
+    pub session_idle_minutes: u32,
+    /// Failed sign-ins allowed per account within the window before it is locked.
+    #[arg(long, env = "SANDBOX_CONSOLE_LOGIN_MAX_FAILURES", default_value_t = 5, global = true)]
+    pub login_max_failures: u32,
+    /// Failed sign-ins allowed per client address within the window.
+    #[arg(long, env = "SANDBOX_CONSOLE_LOGIN_MAX_FAILURES_PER_ADDRESS", default_value_t = 20, global = true)]
+    pub login_max_failures_per_address: u32,
+    /// Length of the sign-in rate-limit window, in seconds.
+    #[arg(long, env = "SANDBOX_CONSOLE_LOGIN_WINDOW_SECS", default_value_t = 900, global = true)]
+    pub login_window_secs: u64,
+}
+
+impl Config {
+    /// Settings for one instance with its state in `data_dir` and every other value at its default.
+    pub fn with_data_dir(data_dir: impl Into<PathBuf>) -> Self {
+        let mut cli = Cli::parse_from(["sandbox-console"]);
+        cli.config.data_dir = data_dir.into();
+        cli.config
+    }
+
+    /// The database URL in force: the explicit one, or the SQLite file in the data directory.
+    pub fn database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!("sqlite://{}", self.data_dir.join("sandbox-console.db").display()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("listen", &self.listen)
+            .field("data_dir", &self.data_dir)
+            .field("database_url", &self.database_url())
+            .field("admin_username", &self.admin_username)
+            .field("admin_password", &self.admin_password.as_ref().map(|_| "<redacted>"))
+            .field("secure_cookies", &self.secure_cookies)
+            .field("session_idle_minutes", &self.session_idle_minutes)
+            .field("login_max_failures", &self.login_max_failures)
+            .field("login_max_failures_per_address", &self.login_max_failures_per_address)
+            .field("login_window_secs", &self.login_window_secs)
+            .finish()
+    }
+}

@@ -1,0 +1,117 @@
+//! Repository for `system_setting`: named JSON values (e.g. `sandbox.provider_type`,
+//! `sandbox.<provider>`) with who changed them last and a version for optimistic locking.
+
+use serde_json::Value;
+use sqlx::SqlitePool;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Setting {
+    pub name: String,
+    pub value: Value,
+    pub version: i64,
+    pub updated_at: String,
+    pub updated_by: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingError {
+    /// Someone else saved the setting since it was read.
+    #[error("setting {name} was changed by someone else (now at version {current})")]
+    Conflict { name: String, current: i64 },
+    #[error("setting {name} holds invalid JSON: {source}")]
+    Corrupt { name: String, source: serde_json::Error },
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    name: String,
+    value: String,
+    version: i64,
+    updated_at: String,
+    updated_by: Option<String>,
+}
+
+impl TryFrom<Row> for Setting {
+    type Error = SettingError;
+
+    fn try_from(row: Row) -> Result<Self, SettingError> {
+        let value = serde_json::from_str(&row.value).map_err(|source| SettingError::Corrupt { name: row.name.clone(), source })?;
+        Ok(Setting { name: row.name, value, version: row.version, updated_at: row.updated_at, updated_by: row.updated_by })
+    }
+}
+
+const COLUMNS: &str = "name, value, version, updated_at, updated_by";
+
+pub async fn get(pool: &SqlitePool, name: &str) -> Result<Option<Setting>, SettingError> {
+    let row: Option<Row> = sqlx::query_as(&format!("select {COLUMNS} from system_setting where name = ?"))
+        .bind(name)
+        .fetch_optional(pool)
+        .await?;
+    row.map(Setting::try_from).transpose()
+}
+
+/// All settings whose name starts with `prefix`, ordered by name.
+pub async fn list(pool: &SqlitePool, prefix: &str) -> Result<Vec<Setting>, SettingError> {
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "select {COLUMNS} from system_setting where substr(name, 1, length(?1)) = ?1 order by name"
+    ))
+    .bind(prefix)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter().map(Setting::try_from).collect()
+}
+
+/// Writes a setting. With `expected_version`, the write only happens if the stored version
+/// still matches (`None` as expected version means "must not exist yet"); without it, the
+/// write is unconditional. Returns the stored setting with its new version.
+pub async fn put(
+    pool: &SqlitePool,
+    name: &str,
+    value: &Value,
+    updated_by: &str,
+    expected_version: Option<Option<i64>>,
+) -> Result<Setting, SettingError> {
+    let text = value.to_string();
+    let row: Option<Row> = match expected_version {
+        None => sqlx::query_as(&format!(
+            "insert into system_setting (name, value, updated_by) values (?1, ?2, ?3) \
+             on conflict (name) do update set value = excluded.value, updated_by = excluded.updated_by, \
+             version = version + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
+             returning {COLUMNS}"
+        ))
+        .bind(name)
+        .bind(&text)
+        .bind(updated_by)
+        .fetch_optional(pool)
+        .await?,
+        Some(None) => sqlx::query_as(&format!(
+            "insert into system_setting (name, value, updated_by) values (?1, ?2, ?3) \
+             on conflict (name) do nothing returning {COLUMNS}"
+        ))
+        .bind(name)
+        .bind(&text)
+        .bind(updated_by)
+        .fetch_optional(pool)
+        .await?,
+        Some(Some(version)) => sqlx::query_as(&format!(
+            "update system_setting set value = ?2, updated_by = ?3, version = version + 1, \
+             updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') where name = ?1 and version = ?4 \
+             returning {COLUMNS}"
+        ))
+        .bind(name)
+        .bind(&text)
+        .bind(updated_by)
+        .bind(version)
+        .fetch_optional(pool)
+        .await?,
+    };
+    match row {
+        Some(row) => row.try_into(),
+        None => {
+            let current = get(pool, name).await?.map_or(0, |s| s.version);
+            Err(SettingError::Conflict { name: name.to_owned(), current })
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The ssr-only host: configuration, startup, state, database, authentication and routes.
+
+pub mod admin_cli;
+pub mod assets;
+pub mod auth;
+pub mod config;
+pub mod db;
+pub mod health;
+pub mod startup;
+pub mod state;
+pub mod telemetry;

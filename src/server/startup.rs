@@ -1,0 +1,199 @@
+//! Builds the application: database, migrations, first admin, router, listener.
+//! `main` and the tests both go through `Application::build`.
+
+use std::{future::Future, net::SocketAddr, sync::Arc, time::{Duration, Instant, SystemTime}};
+
+use anyhow::Context;
+use axum::{
+    extract::{Request, State},
+    http::{header, HeaderValue},
+    middleware,
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Router,
+};
+use leptos::{config::{Env, LeptosOptions}, prelude::provide_context};
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use tokio::{net::TcpListener, task::JoinHandle};
+use tower_http::{compression::CompressionLayer, set_header::SetResponseHeaderLayer, trace::TraceLayer};
+use tower_sessions_sqlx_store::SqliteStore;
+
+use crate::{
+    app::{shell, App},
+    server::{
+        assets,
+        auth::{account, gate::gate, password, rate_limit::LoginLimiter, routes, session},
+        config::Config,
+        db, health,
+        state::AppState,
+    },
+};
+
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    state: AppState,
+    session_sweeper: JoinHandle<()>,
+}
+
+impl Application {
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("cannot create the data directory {}", config.data_dir.display()))?;
+        let url = config.database_url();
+        let pool = db::connect(&url).await.with_context(|| format!("cannot open the database {url}"))?;
+        db::migrate(&pool).await.context("cannot apply the database migrations")?;
+
+        if let Some(first) = account::ensure_first_admin(&pool, &config.admin_username, config.admin_password.as_deref())
+            .await
+            .context("cannot create the first administrator")?
+        {
+            announce_first_admin(&first);
+        }
+        password::warm_up().await;
+
+        let listener = TcpListener::bind(config.listen).await.with_context(|| format!("cannot listen on {}", config.listen))?;
+        let local_addr = listener.local_addr()?;
+
+        let env = match std::env::var("LEPTOS_ENV").as_deref() {
+            Ok("DEV" | "dev" | "development") => Env::DEV,
+            _ => Env::PROD,
+        };
+        let leptos_options = LeptosOptions::builder()
+            .output_name("sandbox-console")
+            .site_root("target/site")
+            .site_pkg_dir("pkg")
+            .site_addr(local_addr)
+            .env(env)
+            .build();
+        let state = AppState {
+            database_file: db::sqlite_file(&url),
+            pool: pool.clone(),
+            leptos_options,
+            login_limiter: Arc::new(LoginLimiter::new(
+                config.login_max_failures,
+                config.login_max_failures_per_address,
+                Duration::from_secs(config.login_window_secs),
+            )),
+            started: (Instant::now(), SystemTime::now()),
+        };
+
+        let store = SqliteStore::new(pool.clone()).with_table_name(db::SESSION_TABLE).map_err(anyhow::Error::msg)?;
+        let sessions = session::layer(store, config.secure_cookies, config.session_idle_minutes);
+        let router = router(state.clone()).layer(sessions);
+        let session_sweeper = tokio::spawn(sweep_expired_sessions(pool));
+        Ok(Self { listener, router: add_outer_layers(router), state, session_sweeper })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.local_addr().port()
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until SIGINT or SIGTERM, then finishes in-flight requests and closes the database.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.run_until(shutdown_signal()).await
+    }
+
+    pub async fn run_until(self, stop: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        let Self { listener, router, state, session_sweeper } = self;
+        let service = router.into_make_service_with_connect_info::<SocketAddr>();
+        let result = axum::serve(listener, service).with_graceful_shutdown(stop).await;
+        session_sweeper.abort();
+        state.pool.close().await;
+        tracing::info!("stopped");
+        result
+    }
+}
+
+fn router(state: AppState) -> Router<()> {
+    let routes = generate_route_list(App);
+    let context = {
+        let state = state.clone();
+        move || provide_context(state.clone())
+    };
+    let page = {
+        let options = state.leptos_options.clone();
+        move || shell(options.clone())
+    };
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/auth/login", post(routes::login))
+        .route("/auth/logout", post(routes::logout))
+        .leptos_routes_with_context(&state, routes, context, page)
+        .fallback(fallback)
+        .layer(middleware::from_fn_with_state(state.clone(), gate))
+        .with_state(state)
+}
+
+fn add_outer_layers(router: Router) -> Router {
+    router
+        .layer(SetResponseHeaderLayer::if_not_present(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
+        .layer(SetResponseHeaderLayer::if_not_present(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .layer(SetResponseHeaderLayer::if_not_present(header::REFERRER_POLICY, HeaderValue::from_static("same-origin")))
+        .layer(CompressionLayer::new())
+        .layer(TraceLayer::new_for_http())
+}
+
+/// Static files first; anything else renders the app, whose router shows the 404 page.
+async fn fallback(State(state): State<AppState>, request: Request) -> Response {
+    if let Some(file) = assets::serve(request.uri().path(), request.headers()) {
+        return file;
+    }
+    let options = state.leptos_options.clone();
+    let render = leptos_axum::render_app_async_with_context(move || provide_context(state.clone()), move || shell(options.clone()));
+    render(request).await.into_response()
+}
+
+fn announce_first_admin(first: &account::FirstAdmin) {
+    match &first.generated_password {
+        Some(password) => {
+            let rule = "=".repeat(72);
+            println!(
+                "{rule}\n  First start: created the administrator '{user}'.\n  One-time password: {password}\n  \
+                 It is shown only now. Set your own with:\n    sandbox-console admin reset-password --username {user}\n{rule}",
+                user = first.username
+            );
+        }
+        None => tracing::info!(username = %first.username, "created the first administrator with the password from ADMIN_PASSWORD"),
+    }
+}
+
+async fn sweep_expired_sessions(pool: sqlx::SqlitePool) {
+    let mut every = tokio::time::interval(Duration::from_secs(600));
+    loop {
+        every.tick().await;
+        match db::delete_expired_sessions(&pool).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(n, "deleted expired sessions"),
+            Err(error) => tracing::warn!(%error, "could not delete expired sessions"),
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutdown signal received; finishing in-flight requests");
+}

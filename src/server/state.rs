@@ -1,0 +1,51 @@
+//! State shared by every handler and server function.
+
+use std::{
+    path::PathBuf,
+    sync::Arc,
+    time::{Instant, SystemTime},
+};
+
+use axum::extract::FromRef;
+use leptos::config::LeptosOptions;
+use sqlx::SqlitePool;
+use time::{format_description::well_known::Rfc3339, OffsetDateTime};
+
+use crate::{
+    model::overview::SystemOverview,
+    server::{auth::rate_limit::LoginLimiter, db},
+};
+
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub pool: SqlitePool,
+    pub leptos_options: LeptosOptions,
+    pub login_limiter: Arc<LoginLimiter>,
+    /// The SQLite file, watched by `/readyz`; `None` for in-memory databases.
+    pub database_file: Option<PathBuf>,
+    pub started: (Instant, SystemTime),
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(state: &AppState) -> Self {
+        state.leptos_options.clone()
+    }
+}
+
+impl AppState {
+    pub async fn overview(&self) -> Result<SystemOverview, sqlx::Error> {
+        let database = match &self.database_file {
+            Some(file) => format!("SQLite ({})", file.display()),
+            None => "SQLite (in memory)".to_owned(),
+        };
+        let started_at = OffsetDateTime::from(self.started.1).format(&Rfc3339).unwrap_or_default();
+        Ok(SystemOverview {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            database,
+            admin_count: db::admin_user::count(&self.pool).await?,
+            active_sessions: db::active_session_count(&self.pool).await?,
+            started_at,
+            uptime_secs: self.started.0.elapsed().as_secs(),
+        })
+    }
+}

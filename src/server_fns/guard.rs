@@ -1,0 +1,30 @@
+//! The first line of every server function: is an administrator signed in?
+
+use axum::http::{request::Parts, StatusCode};
+use leptos::prelude::use_context;
+use leptos_axum::ResponseOptions;
+
+use crate::{model::admin::AdminInfo, server_fns::error::AppError};
+
+/// Returns the signed-in admin that the auth gate attached to this request, or answers 401.
+///
+/// The gate already refuses anonymous calls to `/rpc/*`; this check keeps each function safe
+/// on its own, whatever router it ends up mounted in.
+pub async fn require_admin() -> Result<AdminInfo, AppError> {
+    let admin = use_context::<Parts>().and_then(|parts| parts.extensions.get::<AdminInfo>().cloned());
+    admin.ok_or_else(|| {
+        if let Some(response) = use_context::<ResponseOptions>() {
+            response.set_status(StatusCode::UNAUTHORIZED);
+        }
+        AppError::Unauthorized
+    })
+}
+
+/// Logs an internal error once and turns it into the opaque error the browser sees.
+pub(crate) fn internal(error: impl std::fmt::Display) -> AppError {
+    tracing::error!(%error, "server function failed");
+    if let Some(response) = use_context::<ResponseOptions>() {
+        response.set_status(StatusCode::INTERNAL_SERVER_ERROR);
+    }
+    AppError::Internal
+}

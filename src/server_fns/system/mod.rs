@@ -1,0 +1,4 @@
+//! Server functions about the installation itself.
+
+mod overview;
+pub use overview::*;

@@ -1,0 +1,114 @@
+//! `spawn_app()`: the application as `main` builds it, on a free port, with a fresh database.
+
+use std::sync::Arc;
+
+use reqwest::{cookie::CookieStore, redirect::Policy, Response, Url};
+use sandbox_console::server::{config::Config, startup::Application};
+use sqlx::SqlitePool;
+use tempfile::TempDir;
+
+pub const ADMIN: &str = "admin";
+pub const PASSWORD: &str = "correct horse battery";
+
+pub struct TestApp {
+    pub address: String,
+    pub pool: SqlitePool,
+    pub data_dir: TempDir,
+    pub client: reqwest::Client,
+    jar: Arc<reqwest::cookie::Jar>,
+}
+
+/// A test configuration: port 0, the data dir given, the first admin `admin`/`PASSWORD`.
+pub fn test_config(data_dir: &TempDir) -> Config {
+    let mut config = Config::with_data_dir(data_dir.path());
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    config.database_url = None;
+    config.admin_username = ADMIN.into();
+    config.admin_password = Some(PASSWORD.into());
+    config.secure_cookies = false;
+    config
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+pub async fn spawn_app_with(customize: impl FnOnce(&mut Config)) -> TestApp {
+    spawn_app_in(tempfile::tempdir().unwrap(), customize).await
+}
+
+pub async fn spawn_app_in(data_dir: TempDir, customize: impl FnOnce(&mut Config)) -> TestApp {
+    let mut config = test_config(&data_dir);
+    customize(&mut config);
+    let app = Application::build(config).await.expect("the application builds");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let pool = app.state().pool.clone();
+    tokio::spawn(app.run_until_stopped());
+    let jar = Arc::new(reqwest::cookie::Jar::default());
+    TestApp { address, pool, data_dir, client: client_with(jar.clone()), jar }
+}
+
+fn client_with(jar: Arc<reqwest::cookie::Jar>) -> reqwest::Client {
+    reqwest::Client::builder().cookie_provider(jar).redirect(Policy::none()).build().unwrap()
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.address, path)
+    }
+
+    pub async fn get(&self, path: &str) -> Response {
+        self.client.get(self.url(path)).send().await.expect("GET")
+    }
+
+    /// Posts the sign-in form as a browser does.
+    pub async fn login_as(&self, username: &str, password: &str, next: &str) -> Response {
+        self.client
+            .post(self.url("/auth/login"))
+            .header("accept", "text/html")
+            .form(&[("username", username), ("password", password), ("next", next)])
+            .send()
+            .await
+            .expect("POST /auth/login")
+    }
+
+    pub async fn login(&self) -> Response {
+        let response = self.login_as(ADMIN, PASSWORD, "/").await;
+        assert_eq!(response.status().as_u16(), 303, "sign-in should succeed");
+        response
+    }
+
+    pub async fn call_server_fn(&self, name: &str) -> Response {
+        self.client
+            .post(self.url(&format!("/rpc/{name}")))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("accept", "application/json")
+            .body("")
+            .send()
+            .await
+            .expect("POST server fn")
+    }
+
+    /// The session cookie value the client holds now, if any.
+    pub fn session_id(&self) -> Option<String> {
+        let url: Url = self.address.parse().unwrap();
+        let cookies = self.jar.cookies(&url)?;
+        cookies
+            .to_str()
+            .ok()?
+            .split("; ")
+            .find_map(|c| c.strip_prefix("sandbox_console_session="))
+            .map(str::to_owned)
+    }
+
+    /// A second client that presents the given session id and nothing else.
+    pub fn client_with_session(&self, id: &str) -> reqwest::Client {
+        let jar = Arc::new(reqwest::cookie::Jar::default());
+        jar.add_cookie_str(&format!("sandbox_console_session={id}"), &self.address.parse().unwrap());
+        client_with(jar)
+    }
+}
+
+pub fn location(response: &Response) -> String {
+    response.headers().get("location").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default()
+}

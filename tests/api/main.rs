@@ -1,0 +1,9 @@
+//! Integration tests: each one starts the real application on port 0 with its own SQLite file.
+
+mod admin_cli;
+mod assets;
+mod auth;
+mod health;
+mod helpers;
+mod pages;
+mod system_setting;
