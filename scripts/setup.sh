@@ -20,6 +20,13 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
+for component in rustfmt clippy; do
+  if ! rustup component list --installed | grep -q "^$component"; then
+    log "adding the $component component"
+    rustup component add "$component"
+  fi
+done
+
 want=$(wasm_bindgen_version)
 [ -n "$want" ] || { echo "setup: cannot find the wasm-bindgen version in Cargo.lock/Cargo.toml" >&2; exit 1; }
 have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)

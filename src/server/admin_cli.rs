@@ -12,13 +12,24 @@ use crate::server::{
 };
 
 pub async fn run(config: &Config, action: AdminAction) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&config.data_dir)
-        .with_context(|| format!("cannot create the data directory {}", config.data_dir.display()))?;
+    std::fs::create_dir_all(&config.data_dir).with_context(|| {
+        format!(
+            "cannot create the data directory {}",
+            config.data_dir.display()
+        )
+    })?;
     let url = config.database_url();
-    let pool = db::connect(&url).await.with_context(|| format!("cannot open the database {url}"))?;
-    db::migrate(&pool).await.context("cannot apply the database migrations")?;
+    let pool = db::connect(&url)
+        .await
+        .with_context(|| format!("cannot open the database {url}"))?;
+    db::migrate(&pool)
+        .await
+        .context("cannot apply the database migrations")?;
     let result = match action {
-        AdminAction::Create { username, password_stdin } => {
+        AdminAction::Create {
+            username,
+            password_stdin,
+        } => {
             let (password, generated) = choose_password(password_stdin, config)?;
             let user = account::create_admin(&pool, &username, password.clone()).await?;
             println!("Created the administrator '{}'.", user.username);
@@ -27,10 +38,16 @@ pub async fn run(config: &Config, action: AdminAction) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        AdminAction::ResetPassword { username, password_stdin } => {
+        AdminAction::ResetPassword {
+            username,
+            password_stdin,
+        } => {
             let (password, generated) = choose_password(password_stdin, config)?;
             account::reset_password(&pool, &username, password.clone()).await?;
-            println!("Set a new password for '{}'; their sessions are signed out.", username.trim().to_lowercase());
+            println!(
+                "Set a new password for '{}'; their sessions are signed out.",
+                username.trim().to_lowercase()
+            );
             if generated {
                 println!("Password (shown only now): {password}");
             }
@@ -45,7 +62,10 @@ pub async fn run(config: &Config, action: AdminAction) -> anyhow::Result<()> {
 fn choose_password(from_stdin: bool, config: &Config) -> anyhow::Result<(String, bool)> {
     if from_stdin {
         let mut line = String::new();
-        std::io::stdin().lock().read_line(&mut line).context("cannot read the password from standard input")?;
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .context("cannot read the password from standard input")?;
         return Ok((line.trim_end_matches(['\r', '\n']).to_owned(), false));
     }
     Ok(match &config.admin_password {

@@ -25,8 +25,18 @@ pub fn exists(path: &str) -> bool {
 /// The file at `path`, with its type and an ETag; `None` when there is no such file.
 pub fn serve(path: &str, headers: &HeaderMap) -> Option<Response> {
     let file = Site::get(key(path)?)?;
-    let etag = format!("\"{}\"", file.metadata.sha256_hash().iter().map(|b| format!("{b:02x}")).collect::<String>());
-    if headers.get(header::IF_NONE_MATCH).is_some_and(|v| v.as_bytes() == etag.as_bytes()) {
+    let etag = format!(
+        "\"{}\"",
+        file.metadata
+            .sha256_hash()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    );
+    if headers
+        .get(header::IF_NONE_MATCH)
+        .is_some_and(|v| v.as_bytes() == etag.as_bytes())
+    {
         return Some(StatusCode::NOT_MODIFIED.into_response());
     }
     let mut response = Response::new(Body::from(file.data.into_owned()));

@@ -6,7 +6,11 @@ use std::{net::SocketAddr, path::PathBuf};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser, Clone)]
-#[command(name = "sandbox-console", version, about = "Admin console and execution gateway for code-execution sandboxes")]
+#[command(
+    name = "sandbox-console",
+    version,
+    about = "Admin console and execution gateway for code-execution sandboxes"
+)]
 pub struct Cli {
     #[command(flatten)]
     pub config: Config,
@@ -51,10 +55,20 @@ pub enum AdminAction {
 #[derive(Args, Clone)]
 pub struct Config {
     /// Address the HTTP server binds to (port 0 picks a free port).
-    #[arg(long, env = "SANDBOX_CONSOLE_LISTEN", default_value = "127.0.0.1:3000", global = true)]
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_LISTEN",
+        default_value = "127.0.0.1:3000",
+        global = true
+    )]
     pub listen: SocketAddr,
     /// Directory for the embedded SQLite database and other state.
-    #[arg(long, env = "SANDBOX_CONSOLE_DATA_DIR", default_value = "./data", global = true)]
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_DATA_DIR",
+        default_value = "./data",
+        global = true
+    )]
     pub data_dir: PathBuf,
     /// Database URL; defaults to the SQLite file `<data-dir>/sandbox-console.db`.
     #[arg(long, env = "DATABASE_URL", global = true)]
@@ -69,16 +83,36 @@ pub struct Config {
     #[arg(long, env = "SANDBOX_CONSOLE_SECURE_COOKIES", global = true)]
     pub secure_cookies: bool,
     /// Sign an administrator out after this many minutes without a request.
-    #[arg(long, env = "SANDBOX_CONSOLE_SESSION_IDLE_MINUTES", default_value_t = 480, global = true)]
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_SESSION_IDLE_MINUTES",
+        default_value_t = 480,
+        global = true
+    )]
     pub session_idle_minutes: u32,
     /// Failed sign-ins allowed per account within the window before it is locked.
-    #[arg(long, env = "SANDBOX_CONSOLE_LOGIN_MAX_FAILURES", default_value_t = 5, global = true)]
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_LOGIN_MAX_FAILURES",
+        default_value_t = 5,
+        global = true
+    )]
     pub login_max_failures: u32,
     /// Failed sign-ins allowed per client address within the window.
-    #[arg(long, env = "SANDBOX_CONSOLE_LOGIN_MAX_FAILURES_PER_ADDRESS", default_value_t = 20, global = true)]
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_LOGIN_MAX_FAILURES_PER_ADDRESS",
+        default_value_t = 20,
+        global = true
+    )]
     pub login_max_failures_per_address: u32,
     /// Length of the sign-in rate-limit window, in seconds.
-    #[arg(long, env = "SANDBOX_CONSOLE_LOGIN_WINDOW_SECS", default_value_t = 900, global = true)]
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_LOGIN_WINDOW_SECS",
+        default_value_t = 900,
+        global = true
+    )]
     pub login_window_secs: u64,
 }
 
@@ -94,7 +128,10 @@ impl Config {
     pub fn database_url(&self) -> String {
         match &self.database_url {
             Some(url) => url.clone(),
-            None => format!("sqlite://{}", self.data_dir.join("sandbox-console.db").display()),
+            None => format!(
+                "sqlite://{}",
+                self.data_dir.join("sandbox-console.db").display()
+            ),
         }
     }
 }
@@ -106,11 +143,17 @@ impl std::fmt::Debug for Config {
             .field("data_dir", &self.data_dir)
             .field("database_url", &self.database_url())
             .field("admin_username", &self.admin_username)
-            .field("admin_password", &self.admin_password.as_ref().map(|_| "<redacted>"))
+            .field(
+                "admin_password",
+                &self.admin_password.as_ref().map(|_| "<redacted>"),
+            )
             .field("secure_cookies", &self.secure_cookies)
             .field("session_idle_minutes", &self.session_idle_minutes)
             .field("login_max_failures", &self.login_max_failures)
-            .field("login_max_failures_per_address", &self.login_max_failures_per_address)
+            .field(
+                "login_max_failures_per_address",
+                &self.login_max_failures_per_address,
+            )
             .field("login_window_secs", &self.login_window_secs)
             .finish()
     }

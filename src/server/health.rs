@@ -11,10 +11,16 @@ pub async fn healthz() -> impl IntoResponse {
 
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     match db::ping(&state.pool, state.database_file.as_deref()).await {
-        Ok(()) => (StatusCode::OK, Json(json!({ "status": "ready", "database": "ok" }))),
+        Ok(()) => (
+            StatusCode::OK,
+            Json(json!({ "status": "ready", "database": "ok" })),
+        ),
         Err(error) => {
             tracing::warn!(%error, "readiness check failed");
-            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "status": "unavailable", "database": error })))
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({ "status": "unavailable", "database": error })),
+            )
         }
     }
 }

@@ -1,7 +1,12 @@
 //! Builds the application: database, migrations, first admin, router, listener.
 //! `main` and the tests both go through `Application::build`.
 
-use std::{future::Future, net::SocketAddr, sync::Arc, time::{Duration, Instant, SystemTime}};
+use std::{
+    future::Future,
+    net::SocketAddr,
+    sync::Arc,
+    time::{Duration, Instant, SystemTime},
+};
 
 use anyhow::Context;
 use axum::{
@@ -12,10 +17,15 @@ use axum::{
     routing::{get, post},
     Router,
 };
-use leptos::{config::{Env, LeptosOptions}, prelude::provide_context};
+use leptos::{
+    config::{Env, LeptosOptions},
+    prelude::provide_context,
+};
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use tokio::{net::TcpListener, task::JoinHandle};
-use tower_http::{compression::CompressionLayer, set_header::SetResponseHeaderLayer, trace::TraceLayer};
+use tower_http::{
+    compression::CompressionLayer, set_header::SetResponseHeaderLayer, trace::TraceLayer,
+};
 use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::{
@@ -38,21 +48,35 @@ pub struct Application {
 
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&config.data_dir)
-            .with_context(|| format!("cannot create the data directory {}", config.data_dir.display()))?;
+        std::fs::create_dir_all(&config.data_dir).with_context(|| {
+            format!(
+                "cannot create the data directory {}",
+                config.data_dir.display()
+            )
+        })?;
         let url = config.database_url();
-        let pool = db::connect(&url).await.with_context(|| format!("cannot open the database {url}"))?;
-        db::migrate(&pool).await.context("cannot apply the database migrations")?;
-
-        if let Some(first) = account::ensure_first_admin(&pool, &config.admin_username, config.admin_password.as_deref())
+        let pool = db::connect(&url)
             .await
-            .context("cannot create the first administrator")?
+            .with_context(|| format!("cannot open the database {url}"))?;
+        db::migrate(&pool)
+            .await
+            .context("cannot apply the database migrations")?;
+
+        if let Some(first) = account::ensure_first_admin(
+            &pool,
+            &config.admin_username,
+            config.admin_password.as_deref(),
+        )
+        .await
+        .context("cannot create the first administrator")?
         {
             announce_first_admin(&first);
         }
         password::warm_up().await;
 
-        let listener = TcpListener::bind(config.listen).await.with_context(|| format!("cannot listen on {}", config.listen))?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.listen))?;
         let local_addr = listener.local_addr()?;
 
         let env = match std::env::var("LEPTOS_ENV").as_deref() {
@@ -78,11 +102,18 @@ impl Application {
             started: (Instant::now(), SystemTime::now()),
         };
 
-        let store = SqliteStore::new(pool.clone()).with_table_name(db::SESSION_TABLE).map_err(anyhow::Error::msg)?;
+        let store = SqliteStore::new(pool.clone())
+            .with_table_name(db::SESSION_TABLE)
+            .map_err(anyhow::Error::msg)?;
         let sessions = session::layer(store, config.secure_cookies, config.session_idle_minutes);
         let router = router(state.clone()).layer(sessions);
         let session_sweeper = tokio::spawn(sweep_expired_sessions(pool));
-        Ok(Self { listener, router: add_outer_layers(router), state, session_sweeper })
+        Ok(Self {
+            listener,
+            router: add_outer_layers(router),
+            state,
+            session_sweeper,
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -90,7 +121,9 @@ impl Application {
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("a bound listener has an address")
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
     }
 
     pub fn state(&self) -> &AppState {
@@ -102,10 +135,20 @@ impl Application {
         self.run_until(shutdown_signal()).await
     }
 
-    pub async fn run_until(self, stop: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-        let Self { listener, router, state, session_sweeper } = self;
+    pub async fn run_until(
+        self,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let Self {
+            listener,
+            router,
+            state,
+            session_sweeper,
+        } = self;
         let service = router.into_make_service_with_connect_info::<SocketAddr>();
-        let result = axum::serve(listener, service).with_graceful_shutdown(stop).await;
+        let result = axum::serve(listener, service)
+            .with_graceful_shutdown(stop)
+            .await;
         session_sweeper.abort();
         state.pool.close().await;
         tracing::info!("stopped");
@@ -136,9 +179,18 @@ fn router(state: AppState) -> Router<()> {
 
 fn add_outer_layers(router: Router) -> Router {
     router
-        .layer(SetResponseHeaderLayer::if_not_present(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
-        .layer(SetResponseHeaderLayer::if_not_present(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
-        .layer(SetResponseHeaderLayer::if_not_present(header::REFERRER_POLICY, HeaderValue::from_static("same-origin")))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("DENY"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("same-origin"),
+        ))
         .layer(CompressionLayer::new())
         .layer(TraceLayer::new_for_http())
 }
@@ -149,7 +201,10 @@ async fn fallback(State(state): State<AppState>, request: Request) -> Response {
         return file;
     }
     let options = state.leptos_options.clone();
-    let render = leptos_axum::render_app_async_with_context(move || provide_context(state.clone()), move || shell(options.clone()));
+    let render = leptos_axum::render_app_async_with_context(
+        move || provide_context(state.clone()),
+        move || shell(options.clone()),
+    );
     render(request).await.into_response()
 }
 
@@ -163,7 +218,9 @@ fn announce_first_admin(first: &account::FirstAdmin) {
                 user = first.username
             );
         }
-        None => tracing::info!(username = %first.username, "created the first administrator with the password from ADMIN_PASSWORD"),
+        None => {
+            tracing::info!(username = %first.username, "created the first administrator with the password from ADMIN_PASSWORD")
+        }
     }
 }
 

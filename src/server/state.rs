@@ -38,7 +38,11 @@ impl AppState {
             Some(file) => format!("SQLite ({})", file.display()),
             None => "SQLite (in memory)".to_owned(),
         };
-        let started_at = OffsetDateTime::from(self.started.1).format(&Rfc3339).unwrap_or_default();
+        let started_at = OffsetDateTime::from(self.started.1)
+            .replace_nanosecond(0)
+            .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+            .format(&Rfc3339)
+            .unwrap_or_default();
         Ok(SystemOverview {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             database,

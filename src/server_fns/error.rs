@@ -23,7 +23,9 @@ impl AppError {
         match self {
             AppError::Unauthorized => 401,
             AppError::Internal => 500,
-            AppError::ServerFn(ServerFnErrorErr::Args(_) | ServerFnErrorErr::Deserialization(_)) => 400,
+            AppError::ServerFn(
+                ServerFnErrorErr::Args(_) | ServerFnErrorErr::Deserialization(_),
+            ) => 400,
             AppError::ServerFn(_) => 500,
         }
     }

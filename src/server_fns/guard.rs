@@ -11,7 +11,8 @@ use crate::{model::admin::AdminInfo, server_fns::error::AppError};
 /// The gate already refuses anonymous calls to `/rpc/*`; this check keeps each function safe
 /// on its own, whatever router it ends up mounted in.
 pub async fn require_admin() -> Result<AdminInfo, AppError> {
-    let admin = use_context::<Parts>().and_then(|parts| parts.extensions.get::<AdminInfo>().cloned());
+    let admin =
+        use_context::<Parts>().and_then(|parts| parts.extensions.get::<AdminInfo>().cloned());
     admin.ok_or_else(|| {
         if let Some(response) = use_context::<ResponseOptions>() {
             response.set_status(StatusCode::UNAUTHORIZED);

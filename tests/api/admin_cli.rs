@@ -23,9 +23,18 @@ fn run_cli(data_dir: &std::path::Path, args: &[&str], stdin: &str) -> (bool, Str
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary starts");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     let output = child.wait_with_output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     (output.status.success(), text)
 }
 
@@ -33,31 +42,63 @@ fn run_cli(data_dir: &std::path::Path, args: &[&str], stdin: &str) -> (bool, Str
 async fn admin_create_makes_an_account_that_can_sign_in() {
     let dir = tempfile::tempdir().unwrap();
 
-    let (ok, out) = run_cli(dir.path(), &["admin", "create", "--username", "Ops", "--password-stdin"], "ops password 1\n");
+    let (ok, out) = run_cli(
+        dir.path(),
+        &["admin", "create", "--username", "Ops", "--password-stdin"],
+        "ops password 1\n",
+    );
     assert!(ok, "{out}");
     assert!(out.contains("Created the administrator 'ops'"), "{out}");
 
     let app = spawn_app_in(dir, |_| {}).await;
     let response = app.login_as("ops", "ops password 1", "/").await;
     assert_eq!(location(&response), "/");
-    let admins: i64 = sqlx::query_scalar("select count(*) from admin_user").fetch_one(&app.pool).await.unwrap();
+    let admins: i64 = sqlx::query_scalar("select count(*) from admin_user")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(admins, 1, "no extra first admin is created when one exists");
 }
 
 #[tokio::test]
 async fn admin_create_refuses_duplicates_short_passwords_and_bad_names() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(run_cli(dir.path(), &["admin", "create", "--username", "ops", "--password-stdin"], "ops password 1\n").0);
+    assert!(
+        run_cli(
+            dir.path(),
+            &["admin", "create", "--username", "ops", "--password-stdin"],
+            "ops password 1\n"
+        )
+        .0
+    );
 
-    let (ok, out) = run_cli(dir.path(), &["admin", "create", "--username", "OPS", "--password-stdin"], "other password\n");
+    let (ok, out) = run_cli(
+        dir.path(),
+        &["admin", "create", "--username", "OPS", "--password-stdin"],
+        "other password\n",
+    );
     assert!(!ok);
     assert!(out.contains("already exists"), "{out}");
 
-    let (ok, out) = run_cli(dir.path(), &["admin", "create", "--username", "new", "--password-stdin"], "short\n");
+    let (ok, out) = run_cli(
+        dir.path(),
+        &["admin", "create", "--username", "new", "--password-stdin"],
+        "short\n",
+    );
     assert!(!ok);
     assert!(out.contains("at least 8 characters"), "{out}");
 
-    let (ok, out) = run_cli(dir.path(), &["admin", "create", "--username", "bad name", "--password-stdin"], "long enough pw\n");
+    let (ok, out) = run_cli(
+        dir.path(),
+        &[
+            "admin",
+            "create",
+            "--username",
+            "bad name",
+            "--password-stdin",
+        ],
+        "long enough pw\n",
+    );
     assert!(!ok);
     assert!(out.contains("invalid username"), "{out}");
 }
@@ -65,14 +106,32 @@ async fn admin_create_refuses_duplicates_short_passwords_and_bad_names() {
 #[tokio::test]
 async fn admin_reset_password_generates_a_password_that_works() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(run_cli(dir.path(), &["admin", "create", "--username", "ops", "--password-stdin"], "old password 1\n").0);
+    assert!(
+        run_cli(
+            dir.path(),
+            &["admin", "create", "--username", "ops", "--password-stdin"],
+            "old password 1\n"
+        )
+        .0
+    );
 
-    let (ok, out) = run_cli(dir.path(), &["admin", "reset-password", "--username", "ops"], "");
+    let (ok, out) = run_cli(
+        dir.path(),
+        &["admin", "reset-password", "--username", "ops"],
+        "",
+    );
     assert!(ok, "{out}");
-    let password = out.lines().find_map(|l| l.strip_prefix("Password (shown only now): ")).expect("a printed password").to_owned();
+    let password = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Password (shown only now): "))
+        .expect("a printed password")
+        .to_owned();
 
     let app = spawn_app_in(dir, |_| {}).await;
-    assert_eq!(location(&app.login_as("ops", "old password 1", "/").await), "/login?error=invalid");
+    assert_eq!(
+        location(&app.login_as("ops", "old password 1", "/").await),
+        "/login?error=invalid"
+    );
     assert_eq!(location(&app.login_as("ops", &password, "/").await), "/");
 }
 
@@ -80,7 +139,17 @@ async fn admin_reset_password_generates_a_password_that_works() {
 async fn admin_reset_password_for_an_unknown_user_fails_clearly() {
     let dir = tempfile::tempdir().unwrap();
 
-    let (ok, out) = run_cli(dir.path(), &["admin", "reset-password", "--username", "ghost", "--password-stdin"], "whatever 123\n");
+    let (ok, out) = run_cli(
+        dir.path(),
+        &[
+            "admin",
+            "reset-password",
+            "--username",
+            "ghost",
+            "--password-stdin",
+        ],
+        "whatever 123\n",
+    );
 
     assert!(!ok);
     assert!(out.contains("no administrator named \"ghost\""), "{out}");
@@ -111,9 +180,15 @@ async fn first_start_prints_a_one_time_password_that_signs_in_and_sigterm_stops_
             break;
         }
     }
-    let (password, address) = (password.expect("a printed password"), address.expect("a printed address"));
+    let (password, address) = (
+        password.expect("a printed password"),
+        address.expect("a printed address"),
+    );
 
-    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
     let response = client
         .post(format!("{address}/auth/login"))
         .form(&[("username", "admin"), ("password", password.as_str())])
@@ -122,13 +197,19 @@ async fn first_start_prints_a_one_time_password_that_signs_in_and_sigterm_stops_
         .unwrap();
     assert_eq!(location(&response), "/");
 
-    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        assert!(std::time::Instant::now() < deadline, "the server did not stop on SIGTERM");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server did not stop on SIGTERM"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert!(status.success(), "{status}");

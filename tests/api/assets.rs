@@ -5,11 +5,24 @@ async fn site_assets_are_public_typed_and_revalidated_by_etag() {
     let app = spawn_app().await;
 
     let css = app.get("/pkg/sandbox-console.css").await;
-    assert_eq!(css.status().as_u16(), 200, "assets need no session: the login page uses them");
-    assert!(css.headers()["content-type"].to_str().unwrap().starts_with("text/css"));
+    assert_eq!(
+        css.status().as_u16(),
+        200,
+        "assets need no session: the login page uses them"
+    );
+    assert!(css.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/css"));
     let etag = css.headers()["etag"].to_str().unwrap().to_owned();
 
-    let again = app.client.get(app.url("/pkg/sandbox-console.css")).header("if-none-match", &etag).send().await.unwrap();
+    let again = app
+        .client
+        .get(app.url("/pkg/sandbox-console.css"))
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(again.status().as_u16(), 304);
 
     let wasm = app.get("/pkg/sandbox-console.wasm").await;

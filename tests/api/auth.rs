@@ -12,9 +12,15 @@ async fn login_with_the_right_password_signs_in_and_shows_the_admin() {
 
     assert_eq!(page.status().as_u16(), 200);
     let html = page.text().await.unwrap();
-    assert!(html.contains(r#"data-testid="admin-name""#), "the header names the signed-in admin");
+    assert!(
+        html.contains(r#"data-testid="admin-name""#),
+        "the header names the signed-in admin"
+    );
     assert!(html.contains(">admin<"));
-    assert!(html.contains("This installation"), "the overview data is rendered on the server");
+    assert!(
+        html.contains("This installation"),
+        "the overview data is rendered on the server"
+    );
 }
 
 #[tokio::test]
@@ -28,7 +34,11 @@ async fn login_with_a_wrong_password_or_unknown_user_fails_the_same_way() {
         assert_eq!(response.status().as_u16(), 303);
         assert_eq!(location(&response), "/login?error=invalid");
     }
-    assert_eq!(app.session_id(), None, "a failed sign-in creates no session");
+    assert_eq!(
+        app.session_id(),
+        None,
+        "a failed sign-in creates no session"
+    );
     let page = app.get("/").await;
     assert_eq!(page.status().as_u16(), 303);
 }
@@ -66,7 +76,13 @@ async fn session_cookie_is_http_only_same_site_strict_and_not_secure_without_tls
 
     let response = app.login().await;
 
-    let cookie = response.headers().get("set-cookie").expect("a session cookie").to_str().unwrap().to_owned();
+    let cookie = response
+        .headers()
+        .get("set-cookie")
+        .expect("a session cookie")
+        .to_str()
+        .unwrap()
+        .to_owned();
     assert!(cookie.starts_with("sandbox_console_session="), "{cookie}");
     assert!(cookie.contains("HttpOnly"), "{cookie}");
     assert!(cookie.contains("SameSite=Strict"), "{cookie}");
@@ -81,7 +97,13 @@ async fn session_cookie_is_secure_when_configured_for_tls() {
 
     let response = app.login().await;
 
-    let cookie = response.headers().get("set-cookie").unwrap().to_str().unwrap().to_owned();
+    let cookie = response
+        .headers()
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
     assert!(cookie.contains("Secure"), "{cookie}");
 }
 
@@ -96,7 +118,10 @@ async fn anonymous_page_visit_redirects_to_login_and_back_after_login() {
     let login_page = app.get("/login?next=/%3Ftab%3Dall").await;
     assert_eq!(login_page.status().as_u16(), 200);
     let html = login_page.text().await.unwrap();
-    assert!(html.contains(r#"name="next" value="/?tab=all""#), "the form carries the target: {html}");
+    assert!(
+        html.contains(r#"name="next" value="/?tab=all""#),
+        "the form carries the target: {html}"
+    );
 
     let response = app.login_as(ADMIN, PASSWORD, "/?tab=all").await;
     assert_eq!(location(&response), "/?tab=all");
@@ -142,19 +167,30 @@ async fn failed_logins_lock_the_account_even_for_the_right_password() {
 
     assert_eq!(response.status().as_u16(), 303);
     let target = location(&response);
-    assert!(target.starts_with("/login?error=rate_limited&retry_after="), "{target}");
-    let retry: u64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(
+        target.starts_with("/login?error=rate_limited&retry_after="),
+        "{target}"
+    );
+    let retry: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(retry > 0 && retry <= 900, "{retry}");
     assert_eq!(app.session_id(), None);
     let page = app.get(&target).await.text().await.unwrap();
-    assert!(page.contains("Too many failed sign-in attempts"), "the page explains the lock");
+    assert!(
+        page.contains("Too many failed sign-in attempts"),
+        "the page explains the lock"
+    );
 }
 
 #[tokio::test]
 async fn failed_logins_from_one_address_are_limited_across_accounts() {
     let app = spawn_app_with(|config| config.login_max_failures_per_address = 4).await;
     for n in 0..4 {
-        app.login_as(&format!("guess{n}"), "wrong password", "/").await;
+        app.login_as(&format!("guess{n}"), "wrong password", "/")
+            .await;
     }
 
     let response = app
@@ -180,9 +216,23 @@ async fn login_rotates_the_session_id_and_voids_the_old_one() {
     let second = app.session_id().expect("still signed in");
 
     assert_ne!(first, second);
-    let replay = app.client_with_session(&first).get(app.url("/")).send().await.unwrap();
-    assert_eq!(replay.status().as_u16(), 303, "the pre-login session id no longer works");
-    let current = app.client_with_session(&second).get(app.url("/")).send().await.unwrap();
+    let replay = app
+        .client_with_session(&first)
+        .get(app.url("/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        replay.status().as_u16(),
+        303,
+        "the pre-login session id no longer works"
+    );
+    let current = app
+        .client_with_session(&second)
+        .get(app.url("/"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(current.status().as_u16(), 200);
 }
 
@@ -192,13 +242,27 @@ async fn logout_ends_the_session_for_good() {
     app.login().await;
     let id = app.session_id().unwrap();
 
-    let response = app.client.post(app.url("/auth/logout")).send().await.unwrap();
+    let response = app
+        .client
+        .post(app.url("/auth/logout"))
+        .send()
+        .await
+        .unwrap();
 
     assert_eq!(response.status().as_u16(), 303);
     assert_eq!(location(&response), "/login?error=signed_out");
     assert_eq!(app.get("/").await.status().as_u16(), 303);
-    let replay = app.client_with_session(&id).get(app.url("/")).send().await.unwrap();
-    assert_eq!(replay.status().as_u16(), 303, "the old cookie is worthless after sign-out");
+    let replay = app
+        .client_with_session(&id)
+        .get(app.url("/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        replay.status().as_u16(),
+        303,
+        "the old cookie is worthless after sign-out"
+    );
 }
 
 #[tokio::test]
@@ -206,11 +270,19 @@ async fn resetting_the_password_signs_the_admin_out_everywhere() {
     let app = spawn_app().await;
     app.login().await;
 
-    account::reset_password(&app.pool, ADMIN, "a brand new password".into()).await.unwrap();
+    account::reset_password(&app.pool, ADMIN, "a brand new password".into())
+        .await
+        .unwrap();
 
     assert_eq!(app.get("/").await.status().as_u16(), 303);
-    assert_eq!(location(&app.login_as(ADMIN, PASSWORD, "/").await), "/login?error=invalid");
-    assert_eq!(location(&app.login_as(ADMIN, "a brand new password", "/").await), "/");
+    assert_eq!(
+        location(&app.login_as(ADMIN, PASSWORD, "/").await),
+        "/login?error=invalid"
+    );
+    assert_eq!(
+        location(&app.login_as(ADMIN, "a brand new password", "/").await),
+        "/"
+    );
 }
 
 #[tokio::test]

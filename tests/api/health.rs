@@ -30,7 +30,10 @@ async fn readyz_fails_when_the_database_file_is_deleted() {
 
     assert_eq!(response.status().as_u16(), 503);
     let body: serde_json::Value = response.json().await.unwrap();
-    assert!(body["database"].as_str().unwrap().contains("missing"), "{body}");
+    assert!(
+        body["database"].as_str().unwrap().contains("missing"),
+        "{body}"
+    );
 }
 
 #[tokio::test]

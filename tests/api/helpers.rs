@@ -40,16 +40,28 @@ pub async fn spawn_app_with(customize: impl FnOnce(&mut Config)) -> TestApp {
 pub async fn spawn_app_in(data_dir: TempDir, customize: impl FnOnce(&mut Config)) -> TestApp {
     let mut config = test_config(&data_dir);
     customize(&mut config);
-    let app = Application::build(config).await.expect("the application builds");
+    let app = Application::build(config)
+        .await
+        .expect("the application builds");
     let address = format!("http://127.0.0.1:{}", app.port());
     let pool = app.state().pool.clone();
     tokio::spawn(app.run_until_stopped());
     let jar = Arc::new(reqwest::cookie::Jar::default());
-    TestApp { address, pool, data_dir, client: client_with(jar.clone()), jar }
+    TestApp {
+        address,
+        pool,
+        data_dir,
+        client: client_with(jar.clone()),
+        jar,
+    }
 }
 
 fn client_with(jar: Arc<reqwest::cookie::Jar>) -> reqwest::Client {
-    reqwest::Client::builder().cookie_provider(jar).redirect(Policy::none()).build().unwrap()
+    reqwest::Client::builder()
+        .cookie_provider(jar)
+        .redirect(Policy::none())
+        .build()
+        .unwrap()
 }
 
 impl TestApp {
@@ -66,7 +78,11 @@ impl TestApp {
         self.client
             .post(self.url("/auth/login"))
             .header("accept", "text/html")
-            .form(&[("username", username), ("password", password), ("next", next)])
+            .form(&[
+                ("username", username),
+                ("password", password),
+                ("next", next),
+            ])
             .send()
             .await
             .expect("POST /auth/login")
@@ -104,11 +120,18 @@ impl TestApp {
     /// A second client that presents the given session id and nothing else.
     pub fn client_with_session(&self, id: &str) -> reqwest::Client {
         let jar = Arc::new(reqwest::cookie::Jar::default());
-        jar.add_cookie_str(&format!("sandbox_console_session={id}"), &self.address.parse().unwrap());
+        jar.add_cookie_str(
+            &format!("sandbox_console_session={id}"),
+            &self.address.parse().unwrap(),
+        );
         client_with(jar)
     }
 }
 
 pub fn location(response: &Response) -> String {
-    response.headers().get("location").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default()
+    response
+        .headers()
+        .get("location")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default()
 }

@@ -10,7 +10,10 @@ async fn unknown_pages_render_the_404_page_with_a_404_status() {
     assert_eq!(response.status().as_u16(), 404);
     let html = response.text().await.unwrap();
     assert!(html.contains("Page not found"));
-    assert!(html.contains(r#"data-testid="admin-name""#), "the 404 page keeps the app shell");
+    assert!(
+        html.contains(r#"data-testid="admin-name""#),
+        "the 404 page keeps the app shell"
+    );
 }
 
 #[tokio::test]
@@ -18,9 +21,19 @@ async fn the_navigation_lists_only_pages_that_exist() {
     let app = spawn_app().await;
     app.login().await;
     let html = app.get("/").await.text().await.unwrap();
-    let nav = html.split(r#"class="mainnav""#).nth(1).unwrap().split("</nav>").next().unwrap();
+    let nav = html
+        .split(r#"class="mainnav""#)
+        .nth(1)
+        .unwrap()
+        .split("</nav>")
+        .next()
+        .unwrap();
 
-    for href in nav.split("href=\"").skip(1).map(|rest| rest.split('"').next().unwrap()) {
+    for href in nav
+        .split("href=\"")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap())
+    {
         let status = app.get(href).await.status().as_u16();
         assert_eq!(status, 200, "nav link {href}");
     }

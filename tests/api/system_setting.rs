@@ -8,26 +8,63 @@ async fn settings_round_trip_as_json_with_author_and_version() {
     let app = spawn_app().await;
     let value = json!({ "provider": "local", "timeout": 10, "flags": [true, null] });
 
-    let saved = system_setting::put(&app.pool, "sandbox.local", &value, "admin", Some(None)).await.unwrap();
-    let loaded = system_setting::get(&app.pool, "sandbox.local").await.unwrap().unwrap();
+    let saved = system_setting::put(&app.pool, "sandbox.local", &value, "admin", Some(None))
+        .await
+        .unwrap();
+    let loaded = system_setting::get(&app.pool, "sandbox.local")
+        .await
+        .unwrap()
+        .unwrap();
 
     assert_eq!(saved, loaded);
     assert_eq!(loaded.value, value);
     assert_eq!(loaded.version, 1);
     assert_eq!(loaded.updated_by.as_deref(), Some("admin"));
-    assert!(system_setting::get(&app.pool, "sandbox.other").await.unwrap().is_none());
+    assert!(system_setting::get(&app.pool, "sandbox.other")
+        .await
+        .unwrap()
+        .is_none());
 }
 
 #[tokio::test]
 async fn a_save_based_on_a_stale_version_conflicts_and_keeps_the_newer_value() {
     let app = spawn_app().await;
-    system_setting::put(&app.pool, "sandbox.provider_type", &json!("local"), "alice", None).await.unwrap();
-    system_setting::put(&app.pool, "sandbox.provider_type", &json!("docker"), "bob", Some(Some(1))).await.unwrap();
+    system_setting::put(
+        &app.pool,
+        "sandbox.provider_type",
+        &json!("local"),
+        "alice",
+        None,
+    )
+    .await
+    .unwrap();
+    system_setting::put(
+        &app.pool,
+        "sandbox.provider_type",
+        &json!("docker"),
+        "bob",
+        Some(Some(1)),
+    )
+    .await
+    .unwrap();
 
-    let stale = system_setting::put(&app.pool, "sandbox.provider_type", &json!("e2b"), "carol", Some(Some(1))).await;
+    let stale = system_setting::put(
+        &app.pool,
+        "sandbox.provider_type",
+        &json!("e2b"),
+        "carol",
+        Some(Some(1)),
+    )
+    .await;
 
-    assert!(matches!(stale, Err(SettingError::Conflict { current: 2, .. })), "{stale:?}");
-    let kept = system_setting::get(&app.pool, "sandbox.provider_type").await.unwrap().unwrap();
+    assert!(
+        matches!(stale, Err(SettingError::Conflict { current: 2, .. })),
+        "{stale:?}"
+    );
+    let kept = system_setting::get(&app.pool, "sandbox.provider_type")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(kept.value, json!("docker"));
     assert_eq!(kept.updated_by.as_deref(), Some("bob"));
 }
@@ -35,21 +72,33 @@ async fn a_save_based_on_a_stale_version_conflicts_and_keeps_the_newer_value() {
 #[tokio::test]
 async fn creating_a_setting_that_exists_conflicts() {
     let app = spawn_app().await;
-    system_setting::put(&app.pool, "a", &json!(1), "admin", None).await.unwrap();
+    system_setting::put(&app.pool, "a", &json!(1), "admin", None)
+        .await
+        .unwrap();
 
     let again = system_setting::put(&app.pool, "a", &json!(2), "admin", Some(None)).await;
 
-    assert!(matches!(again, Err(SettingError::Conflict { current: 1, .. })));
+    assert!(matches!(
+        again,
+        Err(SettingError::Conflict { current: 1, .. })
+    ));
 }
 
 #[tokio::test]
 async fn list_returns_settings_under_a_prefix_in_name_order() {
     let app = spawn_app().await;
     for name in ["sandbox.local", "mail.host", "sandbox.docker", "sandbox_x"] {
-        system_setting::put(&app.pool, name, &json!(name), "admin", None).await.unwrap();
+        system_setting::put(&app.pool, name, &json!(name), "admin", None)
+            .await
+            .unwrap();
     }
 
-    let names: Vec<_> = system_setting::list(&app.pool, "sandbox.").await.unwrap().into_iter().map(|s| s.name).collect();
+    let names: Vec<_> = system_setting::list(&app.pool, "sandbox.")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
 
     assert_eq!(names, ["sandbox.docker", "sandbox.local"]);
 }
@@ -58,7 +107,9 @@ async fn list_returns_settings_under_a_prefix_in_name_order() {
 async fn the_database_refuses_values_that_are_not_json() {
     let app = spawn_app().await;
 
-    let result = sqlx::query("insert into system_setting (name, value) values ('x', 'not json')").execute(&app.pool).await;
+    let result = sqlx::query("insert into system_setting (name, value) values ('x', 'not json')")
+        .execute(&app.pool)
+        .await;
 
     assert!(result.is_err());
 }

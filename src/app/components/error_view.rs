@@ -5,7 +5,11 @@ use crate::server_fns::error::AppError;
 /// Shows errors caught by an `ErrorBoundary` and gives the HTTP response the matching status.
 #[component]
 pub fn ErrorView(errors: ArcRwSignal<Errors>) -> impl IntoView {
-    let list = errors.get_untracked().into_iter().map(|(_, e)| e).collect::<Vec<_>>();
+    let list = errors
+        .get_untracked()
+        .into_iter()
+        .map(|(_, e)| e)
+        .collect::<Vec<_>>();
     let status = list
         .iter()
         .filter_map(|e| e.downcast_ref::<AppError>().map(AppError::status))
@@ -13,7 +17,9 @@ pub fn ErrorView(errors: ArcRwSignal<Errors>) -> impl IntoView {
         .unwrap_or(500);
     #[cfg(feature = "ssr")]
     if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-        response.set_status(http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR));
+        response.set_status(
+            http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR),
+        );
     }
     view! {
         <section class="error-panel" role="alert" data-status=status>

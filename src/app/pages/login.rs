@@ -52,11 +52,16 @@ fn notice(code: &str, retry_after: Option<u64>) -> (&'static str, String) {
         "rate_limited" => (
             "error",
             match retry_after {
-                Some(secs) => format!("Too many failed sign-in attempts. Try again in {secs} seconds."),
+                Some(secs) => {
+                    format!("Too many failed sign-in attempts. Try again in {secs} seconds.")
+                }
                 None => "Too many failed sign-in attempts. Try again later.".into(),
             },
         ),
-        "unavailable" => ("error", "Sign-in is unavailable right now. Try again in a moment.".into()),
+        "unavailable" => (
+            "error",
+            "Sign-in is unavailable right now. Try again in a moment.".into(),
+        ),
         "signed_out" => ("info", "You have been signed out.".into()),
         _ => ("error", "Sign-in failed.".into()),
     }

@@ -1,7 +1,10 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::{app::components::error_view::ErrorView, model::overview::SystemOverview, server_fns::system::get_overview};
+use crate::{
+    app::components::error_view::ErrorView, model::overview::SystemOverview,
+    server_fns::system::get_overview,
+};
 
 /// The landing page: what this installation is and how it is doing.
 #[component]

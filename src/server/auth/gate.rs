@@ -16,7 +16,10 @@ use crate::server::{assets, auth::session, state::AppState};
 
 /// Paths anyone may request: the sign-in flow, probes, and the site's static files.
 fn is_public(path: &str) -> bool {
-    matches!(path, "/login" | "/auth/login" | "/auth/logout" | "/healthz" | "/readyz") || assets::exists(path)
+    matches!(
+        path,
+        "/login" | "/auth/login" | "/auth/logout" | "/healthz" | "/readyz"
+    ) || assets::exists(path)
 }
 
 /// Paths answered with 401 instead of a redirect: machine callers, not people.
@@ -24,7 +27,12 @@ fn is_api(path: &str) -> bool {
     path.starts_with("/rpc/") || path.starts_with("/api/")
 }
 
-pub async fn gate(State(state): State<AppState>, session: Session, mut request: Request, next: Next) -> Response {
+pub async fn gate(
+    State(state): State<AppState>,
+    session: Session,
+    mut request: Request,
+    next: Next,
+) -> Response {
     if !is_safe_method(request.method()) && !same_origin(request.headers()) {
         return (StatusCode::FORBIDDEN, "cross-origin request refused").into_response();
     }
@@ -37,7 +45,11 @@ pub async fn gate(State(state): State<AppState>, session: Session, mut request: 
         Ok(admin) => admin,
         Err(error) => {
             tracing::error!(%error, "could not read the session");
-            return (StatusCode::SERVICE_UNAVAILABLE, "the session store is unavailable").into_response();
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the session store is unavailable",
+            )
+                .into_response();
         }
     };
     match admin {
@@ -79,7 +91,9 @@ pub fn login_url(error: Option<&str>, next: &str) -> String {
 fn percent_encode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -107,8 +121,14 @@ mod tests {
     #[test]
     fn login_url_keeps_the_target_encoded() {
         assert_eq!(login_url(None, "/"), "/login");
-        assert_eq!(login_url(None, "/settings?tab=a b"), "/login?next=/settings%3Ftab%3Da%20b");
-        assert_eq!(login_url(Some("invalid"), "/x"), "/login?error=invalid&next=/x");
+        assert_eq!(
+            login_url(None, "/settings?tab=a b"),
+            "/login?next=/settings%3Ftab%3Da%20b"
+        );
+        assert_eq!(
+            login_url(Some("invalid"), "/x"),
+            "/login?error=invalid&next=/x"
+        );
     }
 
     #[test]

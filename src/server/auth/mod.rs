@@ -1,8 +1,8 @@
 //! Administrator authentication: password hashing, sessions, sign-in rate limits, the gate
 //! in front of every route, and the sign-in/sign-out form endpoints.
 
-pub mod gate;
 pub mod account;
+pub mod gate;
 pub mod password;
 pub mod rate_limit;
 pub mod routes;

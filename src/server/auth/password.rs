@@ -44,7 +44,11 @@ pub async fn verify(stored_hash: Option<String>, password: String) -> bool {
     let hash = stored_hash.unwrap_or_else(|| dummy_hash().to_owned());
     let matches = tokio::task::spawn_blocking(move || {
         PasswordHash::new(&hash)
-            .map(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+            .map(|parsed| {
+                Argon2::default()
+                    .verify_password(password.as_bytes(), &parsed)
+                    .is_ok()
+            })
             .unwrap_or(false)
     })
     .await
@@ -65,7 +69,11 @@ pub async fn warm_up() {
 
 /// A random 20-character password for first start and `admin create` without a password.
 pub fn generate() -> String {
-    rand::rngs::OsRng.sample_iter(&Alphanumeric).take(20).map(char::from).collect()
+    rand::rngs::OsRng
+        .sample_iter(&Alphanumeric)
+        .take(20)
+        .map(char::from)
+        .collect()
 }
 
 #[cfg(test)]
@@ -87,7 +95,10 @@ mod tests {
 
     #[tokio::test]
     async fn short_passwords_are_rejected() {
-        assert!(matches!(hash("seven77".into()).await, Err(PasswordError::TooShort)));
+        assert!(matches!(
+            hash("seven77".into()).await,
+            Err(PasswordError::TooShort)
+        ));
     }
 
     #[test]

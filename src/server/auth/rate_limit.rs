@@ -27,7 +27,12 @@ enum Key {
 
 impl LoginLimiter {
     pub fn new(per_account: u32, per_address: u32, window: Duration) -> Self {
-        Self { per_account, per_address, window, failures: Mutex::default() }
+        Self {
+            per_account,
+            per_address,
+            window,
+            failures: Mutex::default(),
+        }
     }
 
     /// `Err(retry_after)` when the account or the address has used up its failures.
@@ -69,12 +74,18 @@ impl LoginLimiter {
     /// A successful sign-in clears the account's failures (not the address': one good
     /// password must not reset the budget of someone guessing many accounts).
     pub fn record_success(&self, account: &str) {
-        self.failures.lock().expect("limiter lock").remove(&Key::Account(account.to_owned()));
+        self.failures
+            .lock()
+            .expect("limiter lock")
+            .remove(&Key::Account(account.to_owned()));
     }
 }
 
 fn prune(times: &mut VecDeque<Instant>, now: Instant, window: Duration) {
-    while times.front().is_some_and(|t| now.duration_since(*t) >= window) {
+    while times
+        .front()
+        .is_some_and(|t| now.duration_since(*t) >= window)
+    {
         times.pop_front();
     }
 }
@@ -94,7 +105,10 @@ mod tests {
             limiter.record_failure("alice", HOME);
         }
         let wait = limiter.check("alice", AWAY).unwrap_err();
-        assert!(wait > Duration::from_secs(58) && wait <= Duration::from_secs(60), "{wait:?}");
+        assert!(
+            wait > Duration::from_secs(58) && wait <= Duration::from_secs(60),
+            "{wait:?}"
+        );
         assert!(limiter.check("bob", HOME).is_ok());
     }
 

@@ -50,7 +50,13 @@ pub async fn login(
 
     if let Err(wait) = state.login_limiter.check(&account, peer.ip()) {
         tracing::warn!(%account, client = %peer.ip(), "sign-in refused: too many failures");
-        return failure(json, &next, Failure::RateLimited { retry_after_secs: wait.as_secs().max(1) });
+        return failure(
+            json,
+            &next,
+            Failure::RateLimited {
+                retry_after_secs: wait.as_secs().max(1),
+            },
+        );
     }
     let user = match admin_user::find_by_username(&state.pool, &account).await {
         Ok(user) => user,
@@ -87,7 +93,11 @@ pub async fn login(
 pub async fn logout(session: Session, headers: HeaderMap) -> Response {
     if let Err(error) = session::sign_out(&session).await {
         tracing::error!(%error, "sign-out: could not delete the session");
-        return (StatusCode::SERVICE_UNAVAILABLE, "the session store is unavailable").into_response();
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the session store is unavailable",
+        )
+            .into_response();
     }
     if wants_json(&headers) {
         StatusCode::NO_CONTENT.into_response()
@@ -98,20 +108,32 @@ pub async fn logout(session: Session, headers: HeaderMap) -> Response {
 
 fn failure(json: bool, next: &str, failure: Failure) -> Response {
     let (status, kind, message) = match failure {
-        Failure::Invalid => (StatusCode::UNAUTHORIZED, "invalid", "Invalid username or password.".to_owned()),
+        Failure::Invalid => (
+            StatusCode::UNAUTHORIZED,
+            "invalid",
+            "Invalid username or password.".to_owned(),
+        ),
         Failure::RateLimited { retry_after_secs } => (
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limited",
             format!("Too many failed sign-in attempts. Try again in {retry_after_secs} seconds."),
         ),
-        Failure::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "Sign-in is unavailable right now.".to_owned()),
+        Failure::Unavailable => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "Sign-in is unavailable right now.".to_owned(),
+        ),
     };
     let retry_after = match failure {
         Failure::RateLimited { retry_after_secs } => Some(retry_after_secs),
         _ => None,
     };
     let mut response = if json {
-        (status, Json(json!({ "error": { "kind": kind, "message": message } }))).into_response()
+        (
+            status,
+            Json(json!({ "error": { "kind": kind, "message": message } })),
+        )
+            .into_response()
     } else {
         let mut url = login_url(Some(kind), next);
         if let Some(secs) = retry_after {
@@ -120,13 +142,18 @@ fn failure(json: bool, next: &str, failure: Failure) -> Response {
         Redirect::to(&url).into_response()
     };
     if let Some(secs) = retry_after {
-        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     response
 }
 
 fn wants_json(headers: &HeaderMap) -> bool {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     accept.contains("application/json") && !accept.contains("text/html")
 }
 
@@ -139,7 +166,11 @@ fn safe_next(next: &str) -> String {
         && !next.chars().any(|c| c.is_control())
         && !next.starts_with("/login")
         && !next.starts_with("/auth/");
-    if local { next.to_owned() } else { "/".to_owned() }
+    if local {
+        next.to_owned()
+    } else {
+        "/".to_owned()
+    }
 }
 
 #[cfg(test)]
@@ -149,7 +180,15 @@ mod tests {
     #[test]
     fn safe_next_keeps_local_paths_and_drops_everything_else() {
         assert_eq!(safe_next("/settings?tab=docker"), "/settings?tab=docker");
-        for hostile in ["", "https://evil.example/", "//evil.example", "/\\evil.example", "/login", "/auth/logout", "/x\r\nSet-Cookie: a"] {
+        for hostile in [
+            "",
+            "https://evil.example/",
+            "//evil.example",
+            "/\\evil.example",
+            "/login",
+            "/auth/logout",
+            "/x\r\nSet-Cookie: a",
+        ] {
             assert_eq!(safe_next(hostile), "/", "{hostile:?}");
         }
     }

@@ -24,15 +24,22 @@ impl std::fmt::Debug for AdminUser {
 const COLUMNS: &str = "id, username, password_hash, session_epoch";
 
 pub async fn count(pool: &SqlitePool) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("select count(*) from admin_user").fetch_one(pool).await
+    sqlx::query_scalar("select count(*) from admin_user")
+        .fetch_one(pool)
+        .await
 }
 
 /// Looks a user up by name, ignoring case.
-pub async fn find_by_username(pool: &SqlitePool, username: &str) -> Result<Option<AdminUser>, sqlx::Error> {
-    sqlx::query_as(&format!("select {COLUMNS} from admin_user where username = ?"))
-        .bind(username)
-        .fetch_optional(pool)
-        .await
+pub async fn find_by_username(
+    pool: &SqlitePool,
+    username: &str,
+) -> Result<Option<AdminUser>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "select {COLUMNS} from admin_user where username = ?"
+    ))
+    .bind(username)
+    .fetch_optional(pool)
+    .await
 }
 
 pub async fn find_by_id(pool: &SqlitePool, id: i64) -> Result<Option<AdminUser>, sqlx::Error> {
@@ -43,7 +50,11 @@ pub async fn find_by_id(pool: &SqlitePool, id: i64) -> Result<Option<AdminUser>,
 }
 
 /// Inserts a user; a name that exists already (in any case) is `Ok(None)`.
-pub async fn insert(pool: &SqlitePool, username: &str, password_hash: &str) -> Result<Option<AdminUser>, sqlx::Error> {
+pub async fn insert(
+    pool: &SqlitePool,
+    username: &str,
+    password_hash: &str,
+) -> Result<Option<AdminUser>, sqlx::Error> {
     sqlx::query_as(&format!(
         "insert into admin_user (username, password_hash) values (?, ?) \
          on conflict (username) do nothing returning {COLUMNS}"
@@ -55,7 +66,11 @@ pub async fn insert(pool: &SqlitePool, username: &str, password_hash: &str) -> R
 }
 
 /// Replaces the password hash and voids every existing session. `false` when no such user.
-pub async fn set_password(pool: &SqlitePool, username: &str, password_hash: &str) -> Result<bool, sqlx::Error> {
+pub async fn set_password(
+    pool: &SqlitePool,
+    username: &str,
+    password_hash: &str,
+) -> Result<bool, sqlx::Error> {
     let result = sqlx::query(
         "update admin_user set password_hash = ?, session_epoch = session_epoch + 1, \
          updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') where username = ?",
@@ -68,9 +83,11 @@ pub async fn set_password(pool: &SqlitePool, username: &str, password_hash: &str
 }
 
 pub async fn record_login(pool: &SqlitePool, id: i64) -> Result<(), sqlx::Error> {
-    sqlx::query("update admin_user set last_login_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') where id = ?")
-        .bind(id)
-        .execute(pool)
-        .await?;
+    sqlx::query(
+        "update admin_user set last_login_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') where id = ?",
+    )
+    .bind(id)
+    .execute(pool)
+    .await?;
     Ok(())
 }

@@ -38,7 +38,8 @@ pub fn sqlite_file(url: &str) -> Option<PathBuf> {
     let options = SqliteConnectOptions::from_str(url).ok()?;
     let path = options.get_filename();
     let text = path.to_string_lossy();
-    (!text.is_empty() && text != ":memory:" && !url.contains("mode=memory")).then(|| path.to_path_buf())
+    (!text.is_empty() && text != ":memory:" && !url.contains("mode=memory"))
+        .then(|| path.to_path_buf())
 }
 
 /// Is the database usable right now? Checks that a SQLite file still exists (a deleted file

@@ -19,7 +19,10 @@ pub enum SettingError {
     #[error("setting {name} was changed by someone else (now at version {current})")]
     Conflict { name: String, current: i64 },
     #[error("setting {name} holds invalid JSON: {source}")]
-    Corrupt { name: String, source: serde_json::Error },
+    Corrupt {
+        name: String,
+        source: serde_json::Error,
+    },
     #[error(transparent)]
     Database(#[from] sqlx::Error),
 }
@@ -37,18 +40,29 @@ impl TryFrom<Row> for Setting {
     type Error = SettingError;
 
     fn try_from(row: Row) -> Result<Self, SettingError> {
-        let value = serde_json::from_str(&row.value).map_err(|source| SettingError::Corrupt { name: row.name.clone(), source })?;
-        Ok(Setting { name: row.name, value, version: row.version, updated_at: row.updated_at, updated_by: row.updated_by })
+        let value = serde_json::from_str(&row.value).map_err(|source| SettingError::Corrupt {
+            name: row.name.clone(),
+            source,
+        })?;
+        Ok(Setting {
+            name: row.name,
+            value,
+            version: row.version,
+            updated_at: row.updated_at,
+            updated_by: row.updated_by,
+        })
     }
 }
 
 const COLUMNS: &str = "name, value, version, updated_at, updated_by";
 
 pub async fn get(pool: &SqlitePool, name: &str) -> Result<Option<Setting>, SettingError> {
-    let row: Option<Row> = sqlx::query_as(&format!("select {COLUMNS} from system_setting where name = ?"))
-        .bind(name)
-        .fetch_optional(pool)
-        .await?;
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "select {COLUMNS} from system_setting where name = ?"
+    ))
+    .bind(name)
+    .fetch_optional(pool)
+    .await?;
     row.map(Setting::try_from).transpose()
 }
 
@@ -111,7 +125,10 @@ pub async fn put(
         Some(row) => row.try_into(),
         None => {
             let current = get(pool, name).await?.map_or(0, |s| s.version);
-            Err(SettingError::Conflict { name: name.to_owned(), current })
+            Err(SettingError::Conflict {
+                name: name.to_owned(),
+                current,
+            })
         }
     }
 }

@@ -7,5 +7,8 @@ use crate::{model::overview::SystemOverview, server_fns::error::AppError};
 pub async fn get_overview() -> Result<SystemOverview, AppError> {
     crate::server_fns::require_admin().await?;
     let state = expect_context::<crate::server::state::AppState>();
-    state.overview().await.map_err(crate::server_fns::guard::internal)
+    state
+        .overview()
+        .await
+        .map_err(crate::server_fns::guard::internal)
 }
