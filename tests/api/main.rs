@@ -3,6 +3,7 @@
 mod admin_cli;
 mod assets;
 mod auth;
+mod database;
 mod health;
 mod helpers;
 mod pages;
