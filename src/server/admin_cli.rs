@@ -8,23 +8,11 @@ use anyhow::Context;
 use crate::server::{
     auth::{account, password},
     config::{AdminAction, Config},
-    db,
+    startup::open_database,
 };
 
 pub async fn run(config: &Config, action: AdminAction) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&config.data_dir).with_context(|| {
-        format!(
-            "cannot create the data directory {}",
-            config.data_dir.display()
-        )
-    })?;
-    let url = config.database_url();
-    let pool = db::connect(&url)
-        .await
-        .with_context(|| format!("cannot open the database {url}"))?;
-    db::migrate(&pool)
-        .await
-        .context("cannot apply the database migrations")?;
+    let pool = open_database(config).await?;
     let result = match action {
         AdminAction::Create {
             username,

@@ -48,19 +48,8 @@ pub struct Application {
 
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&config.data_dir).with_context(|| {
-            format!(
-                "cannot create the data directory {}",
-                config.data_dir.display()
-            )
-        })?;
         let url = config.database_url();
-        let pool = db::connect(&url)
-            .await
-            .with_context(|| format!("cannot open the database {url}"))?;
-        db::migrate(&pool)
-            .await
-            .context("cannot apply the database migrations")?;
+        let pool = open_database(&config).await?;
 
         if let Some(first) = account::ensure_first_admin(
             &pool,
@@ -156,6 +145,24 @@ impl Application {
     }
 }
 
+/// Creates the data directory, opens the database and applies pending migrations.
+pub async fn open_database(config: &Config) -> anyhow::Result<sqlx::SqlitePool> {
+    std::fs::create_dir_all(&config.data_dir).with_context(|| {
+        format!(
+            "cannot create the data directory {}",
+            config.data_dir.display()
+        )
+    })?;
+    let url = config.database_url();
+    let pool = db::connect(&url)
+        .await
+        .with_context(|| format!("cannot open the database {url}"))?;
+    db::migrate(&pool)
+        .await
+        .context("cannot apply the database migrations")?;
+    Ok(pool)
+}
+
 fn router(state: AppState) -> Router<()> {
     let routes = generate_route_list(App);
     let context = {
@@ -212,9 +219,13 @@ fn announce_first_admin(first: &account::FirstAdmin) {
     match &first.generated_password {
         Some(password) => {
             let rule = "=".repeat(72);
+            // Name the binary as it was started (e.g. ./target/debug/sandbox-console under `make run`).
+            let program = std::env::args()
+                .next()
+                .unwrap_or_else(|| "sandbox-console".to_owned());
             println!(
                 "{rule}\n  First start: created the administrator '{user}'.\n  One-time password: {password}\n  \
-                 It is shown only now. Set your own with:\n    sandbox-console admin reset-password --username {user}\n{rule}",
+                 It is shown only now. Set your own with:\n    {program} admin reset-password --username {user}\n{rule}",
                 user = first.username
             );
         }

@@ -38,15 +38,20 @@ fn run_cli(data_dir: &std::path::Path, args: &[&str], stdin: &str) -> (bool, Str
     (output.status.success(), text)
 }
 
+/// `admin create --username <name> --password-stdin` with `password` on standard input.
+fn create_admin(data_dir: &std::path::Path, name: &str, password: &str) -> (bool, String) {
+    run_cli(
+        data_dir,
+        &["admin", "create", "--username", name, "--password-stdin"],
+        &format!("{password}\n"),
+    )
+}
+
 #[tokio::test]
 async fn admin_create_makes_an_account_that_can_sign_in() {
     let dir = tempfile::tempdir().unwrap();
 
-    let (ok, out) = run_cli(
-        dir.path(),
-        &["admin", "create", "--username", "Ops", "--password-stdin"],
-        "ops password 1\n",
-    );
+    let (ok, out) = create_admin(dir.path(), "Ops", "ops password 1");
     assert!(ok, "{out}");
     assert!(out.contains("Created the administrator 'ops'"), "{out}");
 
@@ -63,42 +68,17 @@ async fn admin_create_makes_an_account_that_can_sign_in() {
 #[tokio::test]
 async fn admin_create_refuses_duplicates_short_passwords_and_bad_names() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(
-        run_cli(
-            dir.path(),
-            &["admin", "create", "--username", "ops", "--password-stdin"],
-            "ops password 1\n"
-        )
-        .0
-    );
+    assert!(create_admin(dir.path(), "ops", "ops password 1").0);
 
-    let (ok, out) = run_cli(
-        dir.path(),
-        &["admin", "create", "--username", "OPS", "--password-stdin"],
-        "other password\n",
-    );
+    let (ok, out) = create_admin(dir.path(), "OPS", "other password");
     assert!(!ok);
     assert!(out.contains("already exists"), "{out}");
 
-    let (ok, out) = run_cli(
-        dir.path(),
-        &["admin", "create", "--username", "new", "--password-stdin"],
-        "short\n",
-    );
+    let (ok, out) = create_admin(dir.path(), "new", "short");
     assert!(!ok);
     assert!(out.contains("at least 8 characters"), "{out}");
 
-    let (ok, out) = run_cli(
-        dir.path(),
-        &[
-            "admin",
-            "create",
-            "--username",
-            "bad name",
-            "--password-stdin",
-        ],
-        "long enough pw\n",
-    );
+    let (ok, out) = create_admin(dir.path(), "bad name", "long enough pw");
     assert!(!ok);
     assert!(out.contains("invalid username"), "{out}");
 }
@@ -106,14 +86,7 @@ async fn admin_create_refuses_duplicates_short_passwords_and_bad_names() {
 #[tokio::test]
 async fn admin_reset_password_generates_a_password_that_works() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(
-        run_cli(
-            dir.path(),
-            &["admin", "create", "--username", "ops", "--password-stdin"],
-            "old password 1\n"
-        )
-        .0
-    );
+    assert!(create_admin(dir.path(), "ops", "old password 1").0);
 
     let (ok, out) = run_cli(
         dir.path(),

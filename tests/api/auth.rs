@@ -47,14 +47,7 @@ async fn login_with_a_wrong_password_or_unknown_user_fails_the_same_way() {
 async fn json_clients_get_a_401_for_bad_credentials() {
     let app = spawn_app().await;
 
-    let response = app
-        .client
-        .post(app.url("/auth/login"))
-        .header("accept", "application/json")
-        .form(&[("username", ADMIN), ("password", "nope nope")])
-        .send()
-        .await
-        .unwrap();
+    let response = app.login_json(ADMIN, "nope nope").await;
 
     assert_eq!(response.status().as_u16(), 401);
     let body: serde_json::Value = response.json().await.unwrap();
@@ -193,14 +186,7 @@ async fn failed_logins_from_one_address_are_limited_across_accounts() {
             .await;
     }
 
-    let response = app
-        .client
-        .post(app.url("/auth/login"))
-        .header("accept", "application/json")
-        .form(&[("username", ADMIN), ("password", PASSWORD)])
-        .send()
-        .await
-        .unwrap();
+    let response = app.login_json(ADMIN, PASSWORD).await;
 
     assert_eq!(response.status().as_u16(), 429);
     assert!(response.headers().contains_key("retry-after"));
@@ -216,23 +202,13 @@ async fn login_rotates_the_session_id_and_voids_the_old_one() {
     let second = app.session_id().expect("still signed in");
 
     assert_ne!(first, second);
-    let replay = app
-        .client_with_session(&first)
-        .get(app.url("/"))
-        .send()
-        .await
-        .unwrap();
+    let replay = app.get_with_session(&first, "/").await;
     assert_eq!(
         replay.status().as_u16(),
         303,
         "the pre-login session id no longer works"
     );
-    let current = app
-        .client_with_session(&second)
-        .get(app.url("/"))
-        .send()
-        .await
-        .unwrap();
+    let current = app.get_with_session(&second, "/").await;
     assert_eq!(current.status().as_u16(), 200);
 }
 
@@ -252,12 +228,7 @@ async fn logout_ends_the_session_for_good() {
     assert_eq!(response.status().as_u16(), 303);
     assert_eq!(location(&response), "/login?error=signed_out");
     assert_eq!(app.get("/").await.status().as_u16(), 303);
-    let replay = app
-        .client_with_session(&id)
-        .get(app.url("/"))
-        .send()
-        .await
-        .unwrap();
+    let replay = app.get_with_session(&id, "/").await;
     assert_eq!(
         replay.status().as_u16(),
         303,

@@ -88,6 +88,17 @@ impl TestApp {
             .expect("POST /auth/login")
     }
 
+    /// Posts the sign-in form as an API client that asks for JSON answers.
+    pub async fn login_json(&self, username: &str, password: &str) -> Response {
+        self.client
+            .post(self.url("/auth/login"))
+            .header("accept", "application/json")
+            .form(&[("username", username), ("password", password)])
+            .send()
+            .await
+            .expect("POST /auth/login")
+    }
+
     pub async fn login(&self) -> Response {
         let response = self.login_as(ADMIN, PASSWORD, "/").await;
         assert_eq!(response.status().as_u16(), 303, "sign-in should succeed");
@@ -117,14 +128,18 @@ impl TestApp {
             .map(str::to_owned)
     }
 
-    /// A second client that presents the given session id and nothing else.
-    pub fn client_with_session(&self, id: &str) -> reqwest::Client {
+    /// GET `path` from a separate client that presents the given session id and nothing else.
+    pub async fn get_with_session(&self, id: &str, path: &str) -> Response {
         let jar = Arc::new(reqwest::cookie::Jar::default());
         jar.add_cookie_str(
             &format!("sandbox_console_session={id}"),
             &self.address.parse().unwrap(),
         );
         client_with(jar)
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("GET")
     }
 }
 
