@@ -9,6 +9,9 @@ pub mod server_fns;
 #[cfg(feature = "ssr")]
 pub mod server;
 
+#[cfg(feature = "ssr")]
+pub mod sandbox;
+
 /// Entry point of the browser bundle: hydrates the server-rendered page.
 #[cfg(feature = "hydrate")]
 #[wasm_bindgen::prelude::wasm_bindgen]

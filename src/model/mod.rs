@@ -1,4 +1,5 @@
 //! Wasm-safe types shared by the UI, server functions and the server: serde only, no I/O.
 
 pub mod admin;
+pub mod execution;
 pub mod overview;

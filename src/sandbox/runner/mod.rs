@@ -1,0 +1,262 @@
+//! The main() protocol, shared by every provider that runs code itself.
+//!
+//! A run is a workspace with the user's code (`main.py` / `main.js`), a small runner script
+//! and an input file holding the arguments as JSON: arguments never travel on argv or inside
+//! source code, so `true/false/null`, nested objects, unicode and megabyte inputs all work.
+//! The runner calls `main(**args)` (Python) or `main(args)` (JavaScript, sync or async), and
+//! prints the return value after the program's own output on one line:
+//! `"\n" + marker + base64(JSON {"present", "value"} or {"present": false, "error"})`. The
+//! marker is random per run, so nothing a program prints by accident can pass for a result.
+//! Providers then read files written to `./artifacts/` under [`ArtifactLimits`].
+
+use std::path::Path;
+
+use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
+use rand::Rng;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::model::execution::{Artifact, ExecRequest, ExecStatus, Language, ReturnValue};
+
+const PYTHON_RUNNER: &str = include_str!("runner.py");
+const JAVASCRIPT_RUNNER: &str = include_str!("runner.js");
+/// Appended to JavaScript code: exposes a top-level `main` to the runner without the user
+/// having to export it. On its own line after the code, so line numbers in traces stay right.
+const JAVASCRIPT_EXPOSE_MAIN: &str = "\n;try { if (typeof main === 'function' && typeof module.exports === 'object' && module.exports !== null) module.exports.__sandboxMain = main; } catch (_) {}\n";
+
+/// Folder, relative to the workspace, whose files come back as artifacts.
+pub const ARTIFACT_DIR: &str = "artifacts";
+
+/// A file to place in the run's (fresh, private) workspace before starting it.
+#[derive(Clone, Debug)]
+pub struct WorkspaceFile {
+    pub name: &'static str,
+    pub contents: Vec<u8>,
+}
+
+/// Everything a provider needs to start one run: files to write into the workspace, the
+/// arguments to give the interpreter (run with the workspace as its working directory), and
+/// the marker to look for in stdout afterwards.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub language: Language,
+    pub files: Vec<WorkspaceFile>,
+    pub interpreter_args: Vec<&'static str>,
+    pub marker: String,
+}
+
+pub fn prepare(request: &ExecRequest) -> Job {
+    let marker = format!(
+        "__SANDBOX_RESULT_{:016x}__:",
+        rand::thread_rng().gen::<u64>()
+    );
+    let input = json!({ "marker": marker, "arguments": request.arguments }).to_string();
+    let (files, interpreter_args) = match request.language {
+        Language::Python => (
+            vec![
+                file("main.py", request.code.clone().into_bytes()),
+                file("_runner.py", PYTHON_RUNNER.into()),
+            ],
+            // -I: ignore PYTHON* variables and the user site; -B: write no .pyc files.
+            vec!["-I", "-B", "_runner.py", "_input.json"],
+        ),
+        Language::Javascript => (
+            vec![
+                file(
+                    "main.js",
+                    format!("{}{JAVASCRIPT_EXPOSE_MAIN}", request.code).into_bytes(),
+                ),
+                file("_runner.js", JAVASCRIPT_RUNNER.into()),
+            ],
+            vec!["_runner.js", "_input.json"],
+        ),
+    };
+    let mut files = files;
+    files.push(file("_input.json", input.into_bytes()));
+    Job {
+        language: request.language,
+        files,
+        interpreter_args,
+        marker,
+    }
+}
+
+fn file(name: &'static str, contents: Vec<u8>) -> WorkspaceFile {
+    WorkspaceFile { name, contents }
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    present: bool,
+    #[serde(default)]
+    value: Value,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// A finished run as the protocol reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    pub status: ExecStatus,
+    /// What the program printed, byte for byte, without the result line.
+    pub stdout: String,
+    pub result: ReturnValue,
+    /// Why a run that exited 0 still failed (e.g. an unserializable return value).
+    pub error: Option<String>,
+}
+
+/// Splits the result line off stdout and decides success or program error from the exit code
+/// and the envelope. Deadline, memory and output limits are the provider's to report: it
+/// knows why it killed a process.
+pub fn interpret(job: &Job, exit_code: i32, stdout: &str) -> Outcome {
+    let needle = format!("\n{}", job.marker);
+    let Some(at) = stdout.rfind(&needle) else {
+        let status = if exit_code == 0 {
+            ExecStatus::Success
+        } else {
+            ExecStatus::ProgramError
+        };
+        return Outcome {
+            status,
+            stdout: stdout.to_owned(),
+            result: ReturnValue::absent(),
+            error: None,
+        };
+    };
+    let rest = &stdout[at + needle.len()..];
+    let (line, after) = rest.split_once('\n').unwrap_or((rest, ""));
+    let printed = format!("{}{after}", &stdout[..at]);
+    let envelope = BASE64
+        .decode(line.trim())
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Envelope>(&bytes).ok());
+    match envelope {
+        Some(Envelope {
+            present: true,
+            value,
+            ..
+        }) if exit_code == 0 => Outcome {
+            status: ExecStatus::Success,
+            stdout: printed,
+            result: ReturnValue::of(value),
+            error: None,
+        },
+        Some(Envelope { error, .. }) => Outcome {
+            status: ExecStatus::ProgramError,
+            stdout: printed,
+            result: ReturnValue::absent(),
+            error: error.or_else(|| Some(format!("the program exited with code {exit_code}"))),
+        },
+        None => Outcome {
+            status: ExecStatus::ProgramError,
+            stdout: printed,
+            result: ReturnValue::absent(),
+            error: Some("the runner's result line was damaged".into()),
+        },
+    }
+}
+
+/// How many artifact files come back, and how large each may be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArtifactLimits {
+    pub max_count: usize,
+    pub max_bytes: u64,
+}
+
+impl Default for ArtifactLimits {
+    fn default() -> Self {
+        ArtifactLimits {
+            max_count: 10,
+            max_bytes: 10 * 1024 * 1024,
+        }
+    }
+}
+
+/// The MIME type for an artifact name, or why the file is not returned: plain names only
+/// (no folders, no hidden files, no `..`), and only the listed kinds of file.
+pub fn artifact_mime(name: &str) -> Result<&'static str, String> {
+    if name.is_empty()
+        || name.len() > 128
+        || name.starts_with('.')
+        || name.contains(['/', '\\', '\0'])
+        || name.contains("..")
+    {
+        return Err(format!("{name:?}: not a plain file name"));
+    }
+    let extension = name
+        .rsplit_once('.')
+        .map(|(_, ext)| ext.to_ascii_lowercase())
+        .unwrap_or_default();
+    Ok(match extension.as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "svg" => "image/svg+xml",
+        "pdf" => "application/pdf",
+        "csv" => "text/csv",
+        "json" => "application/json",
+        "html" => "text/html",
+        "txt" => "text/plain",
+        _ => {
+            return Err(format!(
+                "{name:?}: only png, jpg, svg, pdf, csv, json, html and txt files are returned"
+            ))
+        }
+    })
+}
+
+/// Reads the artifacts a run left in `workspace/artifacts`, in name order. Files that break a
+/// rule are skipped with a note saying why (symlinks and non-regular files included).
+pub fn collect_artifacts(workspace: &Path, limits: ArtifactLimits) -> (Vec<Artifact>, Vec<String>) {
+    let mut artifacts = Vec::new();
+    let mut skipped = Vec::new();
+    let Ok(entries) = std::fs::read_dir(workspace.join(ARTIFACT_DIR)) else {
+        return (artifacts, skipped);
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Ok(meta) = entry.path().symlink_metadata() else {
+            continue;
+        };
+        let mime = match artifact_mime(&name) {
+            Ok(mime) if meta.file_type().is_file() => mime,
+            Ok(_) => {
+                skipped.push(format!("{name:?}: not a regular file"));
+                continue;
+            }
+            Err(reason) => {
+                skipped.push(reason);
+                continue;
+            }
+        };
+        if meta.len() == 0 || meta.len() > limits.max_bytes {
+            skipped.push(format!(
+                "{name:?}: {} bytes (allowed: 1 to {})",
+                meta.len(),
+                limits.max_bytes
+            ));
+            continue;
+        }
+        if artifacts.len() == limits.max_count {
+            skipped.push(format!(
+                "{name:?}: more than {} artifacts",
+                limits.max_count
+            ));
+            continue;
+        }
+        match std::fs::read(entry.path()) {
+            Ok(bytes) => artifacts.push(Artifact {
+                name,
+                mime_type: mime.to_owned(),
+                size: bytes.len() as u64,
+                content_b64: BASE64.encode(&bytes),
+            }),
+            Err(error) => skipped.push(format!("{name:?}: {error}")),
+        }
+    }
+    (artifacts, skipped)
+}
+
+#[cfg(test)]
+mod tests;

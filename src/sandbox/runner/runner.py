@@ -1,0 +1,52 @@
+# sandbox-console main() runner for Python. Usage: python3 _runner.py _input.json
+# The input file holds {"marker": ..., "arguments": {...}}: arguments never touch argv or
+# source code. User code (main.py) runs as module "__sandbox__", so an
+# `if __name__ == "__main__":` block does not call main() a second time. The result goes to
+# stdout as "\n" + marker + base64(JSON envelope) + "\n", after everything the code printed.
+import asyncio, base64, inspect, json, os, sys, traceback
+
+def _encode(envelope):
+    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+def _emit(marker, text):
+    line = base64.b64encode(text.encode("utf-8")).decode("ascii")
+    sys.stdout.flush()
+    sys.stdout.write("\n" + marker + line + "\n")
+    sys.stdout.flush()
+
+def _fail(marker, message):
+    sys.stderr.write(message + "\n")
+    _emit(marker, _encode({"present": False, "error": message}))
+    sys.exit(1)
+
+def _run():
+    with open(sys.argv[1], encoding="utf-8") as f:
+        job = json.load(f)
+    os.remove(sys.argv[1])
+    marker, arguments = job["marker"], job["arguments"]
+    os.makedirs("artifacts", exist_ok=True)
+    with open("main.py", encoding="utf-8") as f:
+        code = compile(f.read(), "main.py", "exec")
+    scope = {"__name__": "__sandbox__", "__file__": "main.py", "__builtins__": __builtins__}
+    sys.argv = ["main.py"]
+    try:
+        exec(code, scope)
+        main = scope.get("main")
+        if not callable(main):
+            return
+        value = main(**arguments)
+        if inspect.isawaitable(value):
+            value = asyncio.run(value)
+    except SystemExit:
+        raise
+    except BaseException as e:
+        # Skip this runner's own frame: the traceback starts in the user's code.
+        traceback.print_exception(type(e), e, e.__traceback__.tb_next)
+        sys.exit(1)
+    try:
+        text = _encode({"present": True, "value": value})
+    except (TypeError, ValueError):
+        _fail(marker, "main() returned a value that is not JSON-serializable (%s)" % type(value).__name__)
+    _emit(marker, text)
+
+_run()
