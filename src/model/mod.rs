@@ -3,3 +3,5 @@
 pub mod admin;
 pub mod execution;
 pub mod overview;
+pub mod provider;
+pub mod schema;

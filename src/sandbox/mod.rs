@@ -1,5 +1,13 @@
 //! The provider layer (server only): how user code is run. Never imports axum or leptos.
 //!
-//! So far: the `runner`, the main() protocol every provider that runs code itself shares.
+//! - [`SandboxProvider`]: the small trait every provider implements.
+//! - [`registry::Registry`]: the kinds available, each with its schema and `build()`.
+//! - [`runner`]: the main() protocol shared by providers that run code themselves.
 
+mod error;
+mod provider;
+pub mod registry;
 pub mod runner;
+
+pub use error::Error;
+pub use provider::{Instance, SandboxProvider};

@@ -1,0 +1,25 @@
+//! How a provider kind presents itself, and what its health check found.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Identity of a provider kind, shown on its card.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderInfo {
+    /// Stable id, used in settings names (`sandbox.<kind>`) and APIs.
+    pub kind: String,
+    pub name: String,
+    pub description: String,
+    pub tags: Vec<String>,
+}
+
+/// The result of a health check.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HealthReport {
+    pub healthy: bool,
+    /// One sentence for the admin: what works, or why not.
+    pub message: String,
+    /// Provider-specific facts (pool sizes, kernel features, latency, ...).
+    #[serde(default)]
+    pub details: Map<String, Value>,
+}

@@ -1,0 +1,38 @@
+//! The one error type of the provider layer. A program that fails is not an error: it is an
+//! `ExecutionResult` with a status. These are failures of the provider or of its setup.
+
+use std::time::Duration;
+
+use crate::model::{execution::Language, schema::FieldErrors};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("unknown provider kind {kind:?}; available: {}", available.join(", "))]
+    UnknownKind {
+        kind: String,
+        available: Vec<String>,
+    },
+    #[error("the provider configuration is invalid ({} field(s))", errors.len())]
+    ConfigInvalid { errors: FieldErrors },
+    #[error("the provider cannot be reached: {0}")]
+    Unreachable(String),
+    #[error("the provider refused the credentials: {0}")]
+    Unauthenticated(String),
+    #[error("the provider did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("every sandbox is busy; retry in {retry_after:?}")]
+    PoolBusy { retry_after: Duration },
+    #[error("this provider does not run {0}")]
+    Unsupported(Language),
+    #[error("the provider failed: {0}")]
+    Backend(String),
+}
+
+impl Error {
+    /// A config error on one field, for provider rules beyond the schema's type checks.
+    pub fn field(key: &str, message: impl Into<String>) -> Self {
+        Error::ConfigInvalid {
+            errors: FieldErrors::from([(key.to_owned(), message.into())]),
+        }
+    }
+}

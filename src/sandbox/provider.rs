@@ -1,0 +1,45 @@
+//! The small trait every provider implements, used as `Arc<dyn SandboxProvider>`.
+
+use std::fmt::Debug;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use crate::{
+    model::{
+        execution::{ExecRequest, ExecutionResult, Language},
+        provider::{HealthReport, ProviderInfo},
+    },
+    sandbox::Error,
+};
+
+/// A provider's handle on one sandbox (a process slot, a container, a remote session).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instance {
+    pub id: String,
+    pub language: Language,
+    /// Provider-specific facts reported with results.
+    pub metadata: Map<String, Value>,
+}
+
+#[async_trait]
+pub trait SandboxProvider: Debug + Send + Sync + 'static {
+    fn info(&self) -> &ProviderInfo;
+
+    fn languages(&self) -> &[Language];
+
+    /// Can this provider run code right now? Never panics; explains what it found.
+    async fn health(&self) -> HealthReport;
+
+    async fn create_instance(&self, language: Language) -> Result<Instance, Error>;
+
+    /// Runs `request` in `instance`. A failing program is `Ok` with a status; `Err` means the
+    /// provider itself failed.
+    async fn execute(
+        &self,
+        instance: &Instance,
+        request: &ExecRequest,
+    ) -> Result<ExecutionResult, Error>;
+
+    async fn destroy_instance(&self, instance: Instance) -> Result<(), Error>;
+}
