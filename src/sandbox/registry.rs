@@ -10,13 +10,16 @@ use crate::{
     sandbox::{Error, SandboxProvider},
 };
 
+/// A provider kind's one validating constructor: stored or submitted values in, a ready
+/// provider (or per-field errors) out.
+pub type BuildFn = fn(&Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error>;
+
 /// One provider kind: who it is, its form, and its one validating constructor.
 #[derive(Clone)]
 pub struct ProviderKind {
     pub info: fn() -> ProviderInfo,
     pub schema: fn() -> ConfigSchema,
-    /// Validates the stored or submitted values and builds a ready provider.
-    pub build: fn(&Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error>,
+    pub build: BuildFn,
 }
 
 impl std::fmt::Debug for ProviderKind {
