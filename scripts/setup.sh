@@ -20,6 +20,18 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
+# Debian packages the build links against (hakoniwa's seccomp support needs libseccomp).
+missing=()
+for package in libseccomp-dev pkg-config; do
+  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
 for component in rustfmt clippy; do
   if ! rustup component list --installed | grep -q "^$component"; then
     log "adding the $component component"

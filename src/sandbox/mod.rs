@@ -6,6 +6,7 @@
 
 mod error;
 mod provider;
+pub mod providers;
 pub mod registry;
 pub mod runner;
 

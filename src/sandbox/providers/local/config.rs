@@ -1,0 +1,173 @@
+//! The `local` provider's settings: schema, typed config, and the one validating `build()`.
+
+use std::{os::unix::fs::PermissionsExt, path::Path, sync::Arc};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::LocalProvider;
+use crate::{
+    model::schema::{ConfigSchema, FieldKind, FieldSpec},
+    sandbox::{Error, SandboxProvider},
+};
+
+const MIB: u64 = 1024 * 1024;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LocalConfig {
+    pub python_path: String,
+    pub node_path: String,
+    pub timeout_secs: u32,
+    pub memory_mb: u32,
+    pub max_processes: u32,
+    pub max_output_bytes: u64,
+    pub max_artifacts: u32,
+    pub max_artifact_bytes: u64,
+}
+
+impl Default for LocalConfig {
+    fn default() -> Self {
+        LocalConfig {
+            python_path: "/usr/bin/python3.11".into(),
+            node_path: "/usr/bin/node".into(),
+            timeout_secs: 10,
+            memory_mb: 256,
+            max_processes: 64,
+            max_output_bytes: MIB,
+            max_artifacts: 10,
+            max_artifact_bytes: 10 * MIB,
+        }
+    }
+}
+
+pub fn schema() -> ConfigSchema {
+    let d = LocalConfig::default();
+    let integer = |min: i64, max: i64| FieldKind::Integer {
+        min: Some(min),
+        max: Some(max),
+    };
+    ConfigSchema {
+        fields: vec![
+            FieldSpec::new("python_path", FieldKind::String, "Python interpreter")
+                .describe("Absolute path of the Python 3 interpreter on this host.")
+                .default_value(json!(d.python_path))
+                .required(),
+            FieldSpec::new("node_path", FieldKind::String, "Node.js interpreter")
+                .describe("Absolute path of the node binary on this host.")
+                .default_value(json!(d.node_path))
+                .required(),
+            FieldSpec::new("timeout_secs", integer(1, 600), "Timeout (seconds)")
+                .describe(
+                    "Wall-clock limit of one run; the whole process tree is killed when it passes.",
+                )
+                .default_value(json!(d.timeout_secs)),
+            FieldSpec::new("memory_mb", integer(32, 16_384), "Memory (MB)")
+                .describe("Memory limit of one run (a cgroup limit when the console runs as root).")
+                .default_value(json!(d.memory_mb)),
+            FieldSpec::new("max_processes", integer(1, 1024), "Max processes")
+                .describe("How many processes and threads one run may have at once.")
+                .default_value(json!(d.max_processes)),
+            FieldSpec::new(
+                "max_output_bytes",
+                integer(1024, 64 * MIB as i64),
+                "Max output (bytes)",
+            )
+            .describe(
+                "stdout and stderr are each cut at this size; the run then reports output_limit.",
+            )
+            .default_value(json!(d.max_output_bytes)),
+            FieldSpec::new("max_artifacts", integer(0, 50), "Max artifacts")
+                .describe("How many files from ./artifacts/ come back with a result.")
+                .default_value(json!(d.max_artifacts)),
+            FieldSpec::new(
+                "max_artifact_bytes",
+                integer(1, 100 * MIB as i64),
+                "Max artifact size (bytes)",
+            )
+            .describe("Largest file the program may write, and largest artifact returned.")
+            .default_value(json!(d.max_artifact_bytes)),
+        ],
+    }
+}
+
+/// Validates stored or submitted values and builds the provider.
+pub fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error> {
+    let values = schema()
+        .normalize(raw)
+        .map_err(|errors| Error::ConfigInvalid { errors })?;
+    let config: LocalConfig = serde_json::from_value(Value::Object(values))
+        .map_err(|e| Error::Backend(format!("local config: {e}")))?;
+    for (key, path) in [
+        ("python_path", &config.python_path),
+        ("node_path", &config.node_path),
+    ] {
+        check_executable(path).map_err(|message| Error::field(key, message))?;
+    }
+    Ok(Arc::new(LocalProvider::new(config)))
+}
+
+fn check_executable(path: &str) -> Result<(), String> {
+    let path = Path::new(path);
+    if !path.is_absolute() {
+        return Err("Enter an absolute path, e.g. /usr/bin/python3.11.".into());
+    }
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("Cannot use {}: {e}.", path.display()))?;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return Err(format!("{} is not an executable file.", path.display()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_schema_field_deserializes_into_the_config() {
+        let schema = schema();
+        let values = schema.normalize(&Map::new()).unwrap();
+
+        let config: LocalConfig = serde_json::from_value(Value::Object(values.clone())).unwrap();
+
+        assert_eq!(config, LocalConfig::default());
+        let Value::Object(round_trip) = serde_json::to_value(&config).unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(
+            round_trip, values,
+            "the schema and the config have the same keys and defaults"
+        );
+    }
+
+    #[test]
+    fn build_reports_bad_paths_and_ranges_per_field() {
+        let out_of_range =
+            build(&json!({ "timeout_secs": 601 }).as_object().unwrap().clone()).unwrap_err();
+        let relative = build(
+            &json!({ "python_path": "python3" })
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
+        .unwrap_err();
+        let missing = build(
+            &json!({ "node_path": "/nonexistent/node" })
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
+        .unwrap_err();
+
+        assert!(
+            matches!(out_of_range, Error::ConfigInvalid { errors } if errors["timeout_secs"] == "Enter a number from 1 to 600.")
+        );
+        assert!(
+            matches!(relative, Error::ConfigInvalid { errors } if errors["python_path"].starts_with("Enter an absolute path"))
+        );
+        assert!(
+            matches!(missing, Error::ConfigInvalid { errors } if errors["node_path"].starts_with("Cannot use /nonexistent/node"))
+        );
+    }
+}

@@ -1,0 +1,372 @@
+//! One sandboxed run with hakoniwa: a fresh set of namespaces, a read-only view of the host's
+//! system folders, a private workspace, landlock, seccomp, rlimits, cgroups and a deadline.
+
+use std::{
+    io::Read,
+    os::unix::fs::MetadataExt,
+    path::Path,
+    thread,
+    time::{Duration, Instant},
+};
+
+use hakoniwa::{
+    cgroups::{Memory, Pids, Resources},
+    landlock::{CompatMode, FsAccess, Resource, Ruleset},
+    seccomp::{Action, Filter},
+    Container, Namespace, Rlimit, Stdio,
+};
+use serde_json::{json, Map, Value};
+
+use super::LocalConfig;
+use crate::{
+    model::execution::{Artifact, ExecStatus, Language},
+    sandbox::runner::{self, ArtifactLimits, Job},
+};
+
+/// What of the host's /etc a run may read. The rest (shadow, gshadow, ssh host keys, daemon
+/// configs) stays unreadable even though the run's user namespace maps the console's user.
+const ETC_READABLE: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/mime.types",
+    "/etc/alternatives",
+    "/etc/os-release",
+    "/etc/debian_version",
+    "/etc/python3",
+    "/etc/python3.11",
+    "/etc/fonts",
+    "/etc/locale.alias",
+];
+const MIB: u64 = 1024 * 1024;
+/// Syscalls a program never needs and an escape would: refused with EPERM.
+const DENIED_SYSCALLS: &[&str] = &[
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "acct",
+    "quotactl",
+    "syslog",
+    "iopl",
+    "ioperm",
+];
+
+/// What a finished run left behind, before the protocol reads it.
+pub struct RawRun {
+    /// `None` when the process was killed by a signal.
+    pub exit_code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+    /// A limit the run hit, when one did.
+    pub limit: Option<ExecStatus>,
+    pub artifacts: Vec<Artifact>,
+    pub skipped_artifacts: Vec<String>,
+}
+
+fn running_as_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid() == 0)
+        .unwrap_or(false)
+}
+
+fn interpreter(config: &LocalConfig, language: Language) -> &str {
+    match language {
+        Language::Python => &config.python_path,
+        Language::Javascript => &config.node_path,
+    }
+}
+
+fn container(
+    config: &LocalConfig,
+    workspace: &Path,
+    language: Language,
+    timeout: Duration,
+) -> Result<Container, String> {
+    let mut container = Container::new();
+    // /bin, /etc, /lib*, /sbin and /usr only, read-only; nothing else of the host is visible.
+    container
+        .rootfs("/")
+        .map_err(|e| format!("cannot prepare the sandbox root: {e}"))?;
+    container
+        .unshare(Namespace::Network)
+        .unshare(Namespace::Ipc)
+        .unshare(Namespace::Uts)
+        .hostname("sandbox")
+        .devfsmount("/dev")
+        .tmpfsmount("/tmp")
+        .bindmount_rw(&workspace.to_string_lossy(), "/workspace");
+
+    let cpu_secs = timeout.as_secs() + 1;
+    container
+        .setrlimit(Rlimit::Cpu, cpu_secs, cpu_secs + 1)
+        .setrlimit(
+            Rlimit::Fsize,
+            config.max_artifact_bytes,
+            config.max_artifact_bytes,
+        )
+        .setrlimit(Rlimit::Nofile, 256, 256)
+        .setrlimit(Rlimit::Core, 0, 0);
+
+    let memory = i64::from(config.memory_mb) * MIB as i64;
+    if running_as_root() {
+        let mut resources = Resources::default();
+        resources.memory(Memory::default().limit(memory).swap(memory).clone());
+        resources.pids(
+            Pids::default()
+                .limit(i64::from(config.max_processes))
+                .clone(),
+        );
+        container.cgroups_resources(resources);
+    } else if language == Language::Python {
+        // Without cgroups, an address-space limit is the memory guard for Python. Node reserves
+        // far more address space than it uses and cannot run under one (measured).
+        container.setrlimit(Rlimit::As, memory as u64, memory as u64);
+    }
+
+    let mut ruleset = Ruleset::default();
+    ruleset.restrict(Resource::FS, CompatMode::Relax);
+    ruleset.restrict(Resource::NET_TCP_BIND, CompatMode::Relax);
+    ruleset.restrict(Resource::NET_TCP_CONNECT, CompatMode::Relax);
+    let read_exec = FsAccess::R | FsAccess::X;
+    let system = ["/bin", "/lib", "/lib64", "/sbin", "/usr", "/proc"];
+    for path in system.iter().chain(ETC_READABLE) {
+        if Path::new(path).exists() {
+            ruleset.allow_path(path, read_exec);
+        }
+    }
+    let read_write = FsAccess::R | FsAccess::W | FsAccess::X;
+    for path in ["/tmp", "/workspace", "/dev"] {
+        ruleset.allow_path(path, read_write);
+    }
+    container.landlock_ruleset(ruleset);
+
+    let mut filter = Filter::new(Action::Allow);
+    for syscall in DENIED_SYSCALLS {
+        filter.add_rule(Action::Errno(libc_eperm()), syscall);
+    }
+    container.seccomp_filter(filter);
+    Ok(container)
+}
+
+const fn libc_eperm() -> i32 {
+    1
+}
+
+/// Runs `job` in a fresh sandbox and waits for it, at most `timeout`.
+pub fn run(
+    config: &LocalConfig,
+    job: &Job,
+    timeout: Duration,
+    limits: ArtifactLimits,
+) -> Result<RawRun, String> {
+    let workspace = tempfile::Builder::new()
+        .prefix("sandbox-console-run-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a workspace: {e}"))?;
+    for file in &job.files {
+        std::fs::write(workspace.path().join(file.name), &file.contents)
+            .map_err(|e| format!("cannot write {} into the workspace: {e}", file.name))?;
+    }
+
+    let container = container(config, workspace.path(), job.language, timeout)?;
+    let mut command = container.command(interpreter(config, job.language));
+    command
+        .args(&job.interpreter_args)
+        .current_dir("/workspace")
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", "/workspace")
+        .env("TMPDIR", "/tmp")
+        .env("LANG", "C.UTF-8")
+        .env("PYTHONIOENCODING", "utf-8")
+        .wait_timeout(timeout.as_secs().max(1))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+
+    let started = Instant::now();
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot start the sandbox: {e}"))?;
+    drop(child.stdin.take());
+    let cap = config.max_output_bytes as usize;
+    let stdout = child
+        .stdout
+        .take()
+        .map(|pipe| thread::spawn(move || read_capped(pipe, cap)));
+    let stderr = child
+        .stderr
+        .take()
+        .map(|pipe| thread::spawn(move || read_capped(pipe, cap)));
+    let status = child
+        .wait()
+        .map_err(|e| format!("lost the sandboxed process: {e}"))?;
+    let elapsed = started.elapsed();
+    let join = |reader: Option<thread::JoinHandle<(String, bool)>>| {
+        reader.and_then(|r| r.join().ok()).unwrap_or_default()
+    };
+    let (stdout, stdout_over) = join(stdout);
+    let (stderr, stderr_over) = join(stderr);
+
+    if status.exit_code.is_none() && status.code == 125 {
+        return Err(format!("the sandbox could not start: {}", status.reason));
+    }
+    let signal = status.exit_code.is_none().then(|| status.code - 128);
+    let limit = classify(
+        signal,
+        status.exit_code,
+        elapsed,
+        timeout,
+        stdout_over || stderr_over,
+        &stderr,
+    );
+    let (artifacts, skipped_artifacts) = runner::collect_artifacts(workspace.path(), limits);
+    Ok(RawRun {
+        exit_code: status.exit_code,
+        stdout,
+        stderr,
+        elapsed,
+        limit,
+        artifacts,
+        skipped_artifacts,
+    })
+}
+
+/// Reads a pipe to its end, keeping at most `cap` bytes (and draining the rest, so the
+/// program is never blocked on a full pipe). Returns the text and whether it was cut.
+fn read_capped(mut pipe: impl Read, cap: usize) -> (String, bool) {
+    let mut kept = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    let mut over = false;
+    loop {
+        match pipe.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = cap.saturating_sub(kept.len());
+                kept.extend_from_slice(&chunk[..n.min(room)]);
+                over |= n > room;
+            }
+        }
+    }
+    (String::from_utf8_lossy(&kept).into_owned(), over)
+}
+
+const SIGKILL: i32 = 9;
+const SIGXCPU: i32 = 24;
+const SIGXFSZ: i32 = 25;
+
+/// Which limit, if any, ended the run.
+fn classify(
+    signal: Option<i32>,
+    exit_code: Option<i32>,
+    elapsed: Duration,
+    timeout: Duration,
+    output_over: bool,
+    stderr: &str,
+) -> Option<ExecStatus> {
+    if output_over {
+        return Some(ExecStatus::OutputLimit);
+    }
+    match signal {
+        Some(SIGXCPU) => return Some(ExecStatus::Timeout),
+        Some(SIGKILL) if elapsed + Duration::from_millis(100) >= timeout => {
+            return Some(ExecStatus::Timeout)
+        }
+        // A SIGKILL before the deadline comes from the cgroup's out-of-memory killer.
+        Some(SIGKILL) => return Some(ExecStatus::MemoryLimit),
+        Some(SIGXFSZ) => return Some(ExecStatus::OutputLimit),
+        _ => {}
+    }
+    if exit_code == Some(0) {
+        return None;
+    }
+    let memory = [
+        "MemoryError",
+        "JavaScript heap out of memory",
+        "Fatal process OOM",
+        "Cannot allocate memory",
+    ];
+    let processes = [
+        "BlockingIOError: [Errno 11]",
+        "Resource temporarily unavailable",
+        "spawn EAGAIN",
+        "EAGAIN",
+    ];
+    if memory.iter().any(|m| stderr.contains(m)) {
+        Some(ExecStatus::MemoryLimit)
+    } else if processes.iter().any(|m| stderr.contains(m)) {
+        Some(ExecStatus::ProcessLimit)
+    } else {
+        None
+    }
+}
+
+/// The health check: starts a sandbox and checks from inside that it is one.
+pub fn probe(config: &LocalConfig) -> Result<Map<String, Value>, String> {
+    let probe = "import os, socket\n\
+                 print(os.getpid(), len(socket.if_nameindex()), os.access('/usr', os.W_OK), os.path.exists('/work'))";
+    let workspace = tempfile::tempdir().map_err(|e| format!("cannot create a workspace: {e}"))?;
+    let container = container(
+        config,
+        workspace.path(),
+        Language::Python,
+        Duration::from_secs(5),
+    )?;
+    let started = Instant::now();
+    let output = container
+        .command(&config.python_path)
+        .args(["-I", "-c", probe])
+        .current_dir("/workspace")
+        .wait_timeout(5)
+        .output()
+        .map_err(|e| format!("the kernel refused to create the sandbox: {e}"))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(format!(
+            "the probe failed ({}): {}",
+            output.status.reason,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    match text.split_whitespace().collect::<Vec<_>>().as_slice() {
+        ["1", "1", "False", "False"] => Ok(Map::from_iter([
+            ("probe_ms".to_owned(), json!(started.elapsed().as_millis() as u64)),
+            ("cgroups".to_owned(), json!(running_as_root())),
+            ("python".to_owned(), json!(config.python_path)),
+            ("node".to_owned(), json!(config.node_path)),
+        ])),
+        other => Err(format!("the probe saw a leaky sandbox (pid, interfaces, /usr writable, host files visible): {other:?}")),
+    }
+}

@@ -1,0 +1,162 @@
+//! The `local` provider: runs the host's Python and Node.js in a per-run sandbox built with
+//! hakoniwa. See README.md in this folder for what isolates a run and how limits are reported.
+
+mod config;
+mod jail;
+
+use std::{sync::Arc, time::Duration};
+
+use async_trait::async_trait;
+use serde_json::{json, Map};
+
+pub use config::{build, schema, LocalConfig};
+
+use crate::{
+    model::{
+        execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
+        provider::{HealthReport, ProviderInfo},
+    },
+    sandbox::{
+        registry::ProviderKind,
+        runner::{self, ArtifactLimits},
+        Error, Instance, SandboxProvider,
+    },
+};
+
+pub const KIND: &str = "local";
+
+pub fn info() -> ProviderInfo {
+    ProviderInfo {
+        kind: KIND.into(),
+        name: "Local sandbox".into(),
+        description: "Runs Python and JavaScript on this host in a fresh sandbox per run: \
+                      namespaces, read-only root, no network, landlock, seccomp and resource limits. \
+                      Needs no other software."
+            .into(),
+        tags: vec!["built-in".into(), "python".into(), "javascript".into()],
+    }
+}
+
+pub fn kind() -> ProviderKind {
+    ProviderKind {
+        info,
+        schema,
+        build,
+    }
+}
+
+#[derive(Debug)]
+pub struct LocalProvider {
+    config: Arc<LocalConfig>,
+    info: ProviderInfo,
+}
+
+impl LocalProvider {
+    pub fn new(config: LocalConfig) -> Self {
+        LocalProvider {
+            config: Arc::new(config),
+            info: info(),
+        }
+    }
+}
+
+#[async_trait]
+impl SandboxProvider for LocalProvider {
+    fn info(&self) -> &ProviderInfo {
+        &self.info
+    }
+
+    fn languages(&self) -> &[Language] {
+        &Language::ALL
+    }
+
+    async fn health(&self) -> HealthReport {
+        let config = self.config.clone();
+        match tokio::task::spawn_blocking(move || jail::probe(&config)).await {
+            Ok(Ok(details)) => HealthReport {
+                healthy: true,
+                message: "Isolation works: a probe ran as PID 1 with only a loopback interface and a read-only root.".into(),
+                details,
+            },
+            Ok(Err(reason)) => HealthReport { healthy: false, message: reason, details: Map::new() },
+            Err(join) => HealthReport { healthy: false, message: format!("the probe crashed: {join}"), details: Map::new() },
+        }
+    }
+
+    async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
+        // Every run gets a brand-new sandbox in execute(); an instance is only a name for it.
+        Ok(Instance {
+            id: format!("local-{language}"),
+            language,
+            metadata: Map::new(),
+        })
+    }
+
+    async fn execute(
+        &self,
+        instance: &Instance,
+        request: &ExecRequest,
+    ) -> Result<ExecutionResult, Error> {
+        if instance.language != request.language {
+            return Err(Error::Backend(format!(
+                "instance {} runs {}, not {}",
+                instance.id, instance.language, request.language
+            )));
+        }
+        let timeout = request
+            .timeout_secs
+            .unwrap_or(self.config.timeout_secs)
+            .clamp(1, self.config.timeout_secs);
+        let job = runner::prepare(request);
+        let config = self.config.clone();
+        let limits = ArtifactLimits {
+            max_count: config.max_artifacts as usize,
+            max_bytes: config.max_artifact_bytes,
+        };
+        let raw = {
+            let job = job.clone();
+            tokio::task::spawn_blocking(move || {
+                jail::run(&config, &job, Duration::from_secs(timeout.into()), limits)
+            })
+            .await
+            .map_err(|e| Error::Backend(format!("the run crashed: {e}")))?
+            .map_err(Error::Backend)?
+        };
+        let outcome = runner::interpret(&job, raw.exit_code.unwrap_or(-1), &raw.stdout);
+        let mut stderr = raw.stderr;
+        if let Some(error) = &outcome.error {
+            if !stderr.contains(error.as_str()) {
+                stderr.push_str(error);
+                stderr.push('\n');
+            }
+        }
+        let status = raw.limit.unwrap_or(outcome.status);
+        let result = if status == ExecStatus::Success {
+            outcome.result
+        } else {
+            crate::model::execution::ReturnValue::absent()
+        };
+        let mut metadata = instance.metadata.clone();
+        metadata.insert("provider".into(), json!(KIND));
+        if !raw.skipped_artifacts.is_empty() {
+            metadata.insert("skipped_artifacts".into(), json!(raw.skipped_artifacts));
+        }
+        Ok(ExecutionResult {
+            status,
+            stdout: outcome.stdout,
+            stderr,
+            exit_code: raw.exit_code,
+            wall_time_ms: raw.elapsed.as_millis() as u64,
+            result,
+            artifacts: raw.artifacts,
+            metadata,
+        })
+    }
+
+    async fn destroy_instance(&self, _instance: Instance) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
