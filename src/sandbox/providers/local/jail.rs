@@ -49,6 +49,7 @@ const ETC_READABLE: &[&str] = &[
     "/etc/locale.alias",
 ];
 const MIB: u64 = 1024 * 1024;
+const EPERM: i32 = 1;
 /// Syscalls a program never needs and an escape would: refused with EPERM.
 const DENIED_SYSCALLS: &[&str] = &[
     "mount",
@@ -175,14 +176,10 @@ fn container(
 
     let mut filter = Filter::new(Action::Allow);
     for syscall in DENIED_SYSCALLS {
-        filter.add_rule(Action::Errno(libc_eperm()), syscall);
+        filter.add_rule(Action::Errno(EPERM), syscall);
     }
     container.seccomp_filter(filter);
     Ok(container)
-}
-
-const fn libc_eperm() -> i32 {
-    1
 }
 
 /// Runs `job` in a fresh sandbox and waits for it, at most `timeout`.
@@ -299,6 +296,15 @@ fn classify(
     if output_over {
         return Some(ExecStatus::OutputLimit);
     }
+    // A fork bomb usually exhausts memory too; the process limit is what it ran into first.
+    let processes = [
+        "BlockingIOError: [Errno 11]",
+        "Resource temporarily unavailable",
+        "spawn EAGAIN",
+    ];
+    if exit_code != Some(0) && processes.iter().any(|m| stderr.contains(m)) {
+        return Some(ExecStatus::ProcessLimit);
+    }
     match signal {
         Some(SIGXCPU) => return Some(ExecStatus::Timeout),
         Some(SIGKILL) if elapsed + Duration::from_millis(100) >= timeout => {
@@ -318,19 +324,10 @@ fn classify(
         "Fatal process OOM",
         "Cannot allocate memory",
     ];
-    let processes = [
-        "BlockingIOError: [Errno 11]",
-        "Resource temporarily unavailable",
-        "spawn EAGAIN",
-        "EAGAIN",
-    ];
-    if memory.iter().any(|m| stderr.contains(m)) {
-        Some(ExecStatus::MemoryLimit)
-    } else if processes.iter().any(|m| stderr.contains(m)) {
-        Some(ExecStatus::ProcessLimit)
-    } else {
-        None
-    }
+    memory
+        .iter()
+        .any(|m| stderr.contains(m))
+        .then_some(ExecStatus::MemoryLimit)
 }
 
 /// The health check: starts a sandbox and checks from inside that it is one.

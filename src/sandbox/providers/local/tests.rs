@@ -60,3 +60,155 @@ async fn python_and_javascript_main_return_values() {
     assert_eq!(js.status, ExecStatus::Success, "{}", js.stderr);
     assert_eq!(js.result.value, json!(42));
 }
+
+fn strict() -> Arc<dyn SandboxProvider> {
+    provider(
+        json!({ "timeout_secs": 2, "memory_mb": 128, "max_processes": 32, "max_output_bytes": 65536 }),
+    )
+}
+
+#[tokio::test]
+async fn a_busy_loop_and_a_long_sleep_end_as_timeouts_near_the_deadline() {
+    let p = strict();
+
+    for code in ["while True:\n    pass\n", "import time\ntime.sleep(1000)\n"] {
+        let result = exec(&p, Language::Python, code, json!({})).await;
+        assert_eq!(
+            result.status,
+            ExecStatus::Timeout,
+            "{code}: {}",
+            result.stderr
+        );
+        assert!(
+            result.wall_time_ms < 4000,
+            "{code}: {} ms",
+            result.wall_time_ms
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_timed_out_run_leaves_no_process_behind() {
+    let p = strict();
+    let code = "import subprocess, time\nsubprocess.Popen(['sleep', '7771'])\ntime.sleep(1000)\n";
+
+    let result = exec(&p, Language::Python, code, json!({})).await;
+
+    assert_eq!(result.status, ExecStatus::Timeout, "{}", result.stderr);
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "sleep 7771"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "left behind: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
+
+#[tokio::test]
+async fn a_gigabyte_allocation_is_a_memory_limit() {
+    let p = strict();
+
+    let python = exec(
+        &p,
+        Language::Python,
+        "def main():\n    data = b'x' * (1024 ** 3)\n    return len(data)\n",
+        json!({}),
+    )
+    .await;
+    let javascript = exec(
+        &p,
+        Language::Javascript,
+        "function main() { const keep = []; for (;;) keep.push(Buffer.alloc(16 * 1024 * 1024, 1)); }",
+        json!({}),
+    )
+    .await;
+
+    assert_eq!(python.status, ExecStatus::MemoryLimit, "{}", python.stderr);
+    assert_eq!(
+        javascript.status,
+        ExecStatus::MemoryLimit,
+        "{}",
+        javascript.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_fork_bomb_hits_the_process_limit_and_ends() {
+    let p = strict();
+
+    let result = exec(
+        &p,
+        Language::Python,
+        "import os\nwhile True:\n    os.fork()\n",
+        json!({}),
+    )
+    .await;
+
+    assert_eq!(result.status, ExecStatus::ProcessLimit, "{}", result.stderr);
+    assert!(result.wall_time_ms < 4000, "{} ms", result.wall_time_ms);
+}
+
+#[tokio::test]
+async fn output_beyond_the_cap_is_cut_and_reported() {
+    let p = strict();
+
+    let result = exec(
+        &p,
+        Language::Python,
+        "import sys\nfor _ in range(1000):\n    sys.stdout.write('x' * 100_000)\n",
+        json!({}),
+    )
+    .await;
+
+    assert_eq!(result.status, ExecStatus::OutputLimit);
+    assert_eq!(result.stdout.len(), 65536);
+}
+
+#[tokio::test]
+async fn the_host_stays_out_of_reach() {
+    let p = strict();
+    let probe = "import os, socket\n\
+                 def attempt(f):\n    try:\n        f()\n        return 'allowed'\n    except OSError as e:\n        return type(e).__name__\n\
+                 def main():\n    return {\n\
+                 'write_root': attempt(lambda: open('/evil', 'w')),\n\
+                 'write_usr': attempt(lambda: open('/usr/evil', 'w')),\n\
+                 'shadow': attempt(lambda: open('/etc/shadow').read()),\n\
+                 'host_files': os.path.exists('/work') or os.path.exists('/root/.cargo'),\n\
+                 'tcp': attempt(lambda: socket.create_connection(('1.1.1.1', 80), timeout=1)),\n\
+                 'loopback': attempt(lambda: socket.create_connection(('127.0.0.1', 22), timeout=1)),\n\
+                 'interfaces': [name for _, name in socket.if_nameindex()],\n\
+                 'pid': os.getpid(),\n    }\n";
+
+    let result = exec(&p, Language::Python, probe, json!({})).await;
+
+    assert_eq!(result.status, ExecStatus::Success, "{}", result.stderr);
+    let seen = &result.result.value;
+    for key in ["write_root", "write_usr", "shadow", "tcp", "loopback"] {
+        assert_ne!(seen[key], "allowed", "{key}: {seen}");
+    }
+    assert_eq!(seen["host_files"], false, "{seen}");
+    assert_eq!(seen["interfaces"], json!(["lo"]));
+    assert_eq!(seen["pid"], 1);
+}
+
+#[tokio::test]
+async fn artifacts_and_plain_scripts_work_through_the_provider() {
+    let p = provider(json!({}));
+
+    let result = exec(
+        &p,
+        Language::Javascript,
+        "require('fs').writeFileSync('artifacts/out.json', JSON.stringify({ ok: true }));\nconsole.log('done');",
+        json!({}),
+    )
+    .await;
+
+    assert_eq!(result.status, ExecStatus::Success, "{}", result.stderr);
+    assert_eq!(result.stdout, "done\n");
+    assert!(!result.result.present);
+    assert_eq!(result.artifacts.len(), 1);
+    assert_eq!(result.artifacts[0].name, "out.json");
+    assert_eq!(result.artifacts[0].mime_type, "application/json");
+}
