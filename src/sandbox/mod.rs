@@ -9,6 +9,7 @@ mod provider;
 pub mod providers;
 pub mod registry;
 pub mod runner;
+pub mod testkit;
 
 pub use error::Error;
 pub use provider::{Instance, SandboxProvider};

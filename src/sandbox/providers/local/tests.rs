@@ -29,38 +29,7 @@ async fn exec(
     result
 }
 
-#[tokio::test]
-async fn health_check_proves_isolation() {
-    let report = provider(json!({})).health().await;
-
-    assert!(report.healthy, "{}", report.message);
-}
-
-#[tokio::test]
-async fn python_and_javascript_main_return_values() {
-    let p = provider(json!({}));
-
-    let py = exec(
-        &p,
-        Language::Python,
-        "def main(name):\n    return {'hi': name}\n",
-        json!({ "name": "Ada" }),
-    )
-    .await;
-    let js = exec(
-        &p,
-        Language::Javascript,
-        "async function main({ n }) { return n + 1; }",
-        json!({ "n": 41 }),
-    )
-    .await;
-
-    assert_eq!(py.status, ExecStatus::Success, "{}", py.stderr);
-    assert_eq!(py.result.value, json!({ "hi": "Ada" }));
-    assert_eq!(js.status, ExecStatus::Success, "{}", js.stderr);
-    assert_eq!(js.result.value, json!(42));
-}
-
+/// Small limits, so limit cases end quickly.
 fn strict() -> Arc<dyn SandboxProvider> {
     provider(
         json!({ "timeout_secs": 2, "memory_mb": 128, "max_processes": 32, "max_output_bytes": 65536 }),
@@ -68,23 +37,10 @@ fn strict() -> Arc<dyn SandboxProvider> {
 }
 
 #[tokio::test]
-async fn a_busy_loop_and_a_long_sleep_end_as_timeouts_near_the_deadline() {
-    let p = strict();
+async fn health_check_proves_isolation() {
+    let report = provider(json!({})).health().await;
 
-    for code in ["while True:\n    pass\n", "import time\ntime.sleep(1000)\n"] {
-        let result = exec(&p, Language::Python, code, json!({})).await;
-        assert_eq!(
-            result.status,
-            ExecStatus::Timeout,
-            "{code}: {}",
-            result.stderr
-        );
-        assert!(
-            result.wall_time_ms < 4000,
-            "{code}: {} ms",
-            result.wall_time_ms
-        );
-    }
+    assert!(report.healthy, "{}", report.message);
 }
 
 #[tokio::test]
@@ -107,34 +63,6 @@ async fn a_timed_out_run_leaves_no_process_behind() {
 }
 
 #[tokio::test]
-async fn a_gigabyte_allocation_is_a_memory_limit() {
-    let p = strict();
-
-    let python = exec(
-        &p,
-        Language::Python,
-        "def main():\n    data = b'x' * (1024 ** 3)\n    return len(data)\n",
-        json!({}),
-    )
-    .await;
-    let javascript = exec(
-        &p,
-        Language::Javascript,
-        "function main() { const keep = []; for (;;) keep.push(Buffer.alloc(16 * 1024 * 1024, 1)); }",
-        json!({}),
-    )
-    .await;
-
-    assert_eq!(python.status, ExecStatus::MemoryLimit, "{}", python.stderr);
-    assert_eq!(
-        javascript.status,
-        ExecStatus::MemoryLimit,
-        "{}",
-        javascript.stderr
-    );
-}
-
-#[tokio::test]
 async fn a_fork_bomb_hits_the_process_limit_and_ends() {
     let p = strict();
 
@@ -148,22 +76,6 @@ async fn a_fork_bomb_hits_the_process_limit_and_ends() {
 
     assert_eq!(result.status, ExecStatus::ProcessLimit, "{}", result.stderr);
     assert!(result.wall_time_ms < 4000, "{} ms", result.wall_time_ms);
-}
-
-#[tokio::test]
-async fn output_beyond_the_cap_is_cut_and_reported() {
-    let p = strict();
-
-    let result = exec(
-        &p,
-        Language::Python,
-        "import sys\nfor _ in range(1000):\n    sys.stdout.write('x' * 100_000)\n",
-        json!({}),
-    )
-    .await;
-
-    assert_eq!(result.status, ExecStatus::OutputLimit);
-    assert_eq!(result.stdout.len(), 65536);
 }
 
 #[tokio::test]
@@ -194,21 +106,20 @@ async fn the_host_stays_out_of_reach() {
 }
 
 #[tokio::test]
-async fn artifacts_and_plain_scripts_work_through_the_provider() {
-    let p = provider(json!({}));
+async fn the_local_provider_passes_the_conformance_suite() {
+    let p = strict();
 
-    let result = exec(
-        &p,
-        Language::Javascript,
-        "require('fs').writeFileSync('artifacts/out.json', JSON.stringify({ ok: true }));\nconsole.log('done');",
-        json!({}),
-    )
-    .await;
+    let failures = crate::sandbox::testkit::run_all(p.as_ref()).await;
 
-    assert_eq!(result.status, ExecStatus::Success, "{}", result.stderr);
-    assert_eq!(result.stdout, "done\n");
-    assert!(!result.result.present);
-    assert_eq!(result.artifacts.len(), 1);
-    assert_eq!(result.artifacts[0].name, "out.json");
-    assert_eq!(result.artifacts[0].mime_type, "application/json");
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[tokio::test]
+async fn a_javascript_memory_hog_is_a_memory_limit_too() {
+    let p = strict();
+    let code = "function main() { const keep = []; for (;;) keep.push(Buffer.alloc(16 * 1024 * 1024, 1)); }";
+
+    let result = exec(&p, Language::Javascript, code, json!({})).await;
+
+    assert_eq!(result.status, ExecStatus::MemoryLimit, "{}", result.stderr);
 }
