@@ -3,7 +3,8 @@
 # source code. User code (main.py) runs as module "__sandbox__", so an
 # `if __name__ == "__main__":` block does not call main() a second time. The result goes to
 # stdout as "\n" + marker + base64(JSON envelope) + "\n", after everything the code printed.
-import asyncio, base64, inspect, json, os, sys, traceback
+import base64, json, os, sys
+# traceback and asyncio load lazily: most runs need neither, and imports are most of a run's cost.
 
 def _encode(envelope):
     return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -35,11 +36,13 @@ def _run():
         if not callable(main):
             return
         value = main(**arguments)
-        if inspect.isawaitable(value):
+        if hasattr(value, "__await__"):
+            import asyncio
             value = asyncio.run(value)
     except SystemExit:
         raise
     except BaseException as e:
+        import traceback
         # Skip this runner's own frame: the traceback starts in the user's code.
         traceback.print_exception(type(e), e, e.__traceback__.tb_next)
         sys.exit(1)
