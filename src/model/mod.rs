@@ -5,3 +5,4 @@ pub mod execution;
 pub mod overview;
 pub mod provider;
 pub mod schema;
+pub mod settings;

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod config;
 pub mod db;
 pub mod health;
+pub mod sandbox_settings;
 pub mod startup;
 pub mod state;
 pub mod telemetry;

@@ -30,11 +30,13 @@ use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::{
     app::{shell, App},
+    sandbox::providers,
     server::{
         assets,
         auth::{account, gate::gate, password, rate_limit::LoginLimiter, routes, session},
         config::Config,
         db, health,
+        sandbox_settings::SandboxService,
         state::AppState,
     },
 };
@@ -62,6 +64,9 @@ impl Application {
             announce_first_admin(&first);
         }
         password::warm_up().await;
+        let sandbox = SandboxService::start(pool.clone(), providers::registry())
+            .await
+            .context("cannot load the sandbox settings")?;
 
         let listener = TcpListener::bind(config.listen)
             .await
@@ -88,6 +93,7 @@ impl Application {
                 config.login_max_failures_per_address,
                 Duration::from_secs(config.login_window_secs),
             )),
+            sandbox: Arc::new(sandbox),
             started: (Instant::now(), SystemTime::now()),
         };
 

@@ -13,7 +13,7 @@ use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 
 use crate::{
     model::overview::SystemOverview,
-    server::{auth::rate_limit::LoginLimiter, db},
+    server::{auth::rate_limit::LoginLimiter, db, sandbox_settings::SandboxService},
 };
 
 #[derive(Clone, Debug)]
@@ -21,6 +21,7 @@ pub struct AppState {
     pub pool: SqlitePool,
     pub leptos_options: LeptosOptions,
     pub login_limiter: Arc<LoginLimiter>,
+    pub sandbox: Arc<SandboxService>,
     /// The SQLite file, watched by `/readyz`; `None` for in-memory databases.
     pub database_file: Option<PathBuf>,
     pub started: (Instant, SystemTime),

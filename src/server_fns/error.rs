@@ -10,6 +10,12 @@ use serde::{Deserialize, Serialize};
 pub enum AppError {
     #[error("you are not signed in")]
     Unauthorized,
+    /// The request itself is wrong; the message says how to fix it.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The sandbox provider failed (unreachable, misconfigured, ...).
+    #[error("{0}")]
+    Provider(String),
     /// Details are logged on the server; the browser never sees internals.
     #[error("something went wrong on the server; the server log has the details")]
     Internal,
@@ -22,6 +28,8 @@ impl AppError {
     pub fn status(&self) -> u16 {
         match self {
             AppError::Unauthorized => 401,
+            AppError::BadRequest(_) => 400,
+            AppError::Provider(_) => 502,
             AppError::Internal => 500,
             AppError::ServerFn(
                 ServerFnErrorErr::Args(_) | ServerFnErrorErr::Deserialization(_),

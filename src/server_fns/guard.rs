@@ -29,3 +29,13 @@ pub(crate) fn internal(error: impl std::fmt::Display) -> AppError {
     }
     AppError::Internal
 }
+
+/// Answers with the error's own HTTP status (400 for bad input, 502 for a failing provider).
+pub(crate) fn reject(error: AppError) -> AppError {
+    if let Some(response) = use_context::<ResponseOptions>() {
+        response.set_status(
+            StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        );
+    }
+    error
+}

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod sandbox;
 pub mod system;
 
 #[cfg(feature = "ssr")]

@@ -106,14 +106,27 @@ impl TestApp {
     }
 
     pub async fn call_server_fn(&self, name: &str) -> Response {
+        self.call(name, &[]).await
+    }
+
+    /// Calls a server function the way the hydrated page does: a urlencoded form, JSON back.
+    pub async fn call(&self, name: &str, form: &[(&str, &str)]) -> Response {
         self.client
             .post(self.url(&format!("/rpc/{name}")))
-            .header("content-type", "application/x-www-form-urlencoded")
             .header("accept", "application/json")
-            .body("")
+            .form(form)
             .send()
             .await
             .expect("POST server fn")
+    }
+
+    /// `call`, expecting 200 and JSON.
+    pub async fn call_ok(&self, name: &str, form: &[(&str, &str)]) -> serde_json::Value {
+        let response = self.call(name, form).await;
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap();
+        assert_eq!(status, 200, "{name}: {body}");
+        serde_json::from_str(&body).unwrap()
     }
 
     /// The session cookie value the client holds now, if any.

@@ -7,4 +7,5 @@ mod database;
 mod health;
 mod helpers;
 mod pages;
+mod sandbox_settings;
 mod system_setting;

@@ -8,10 +8,10 @@ async fn settings_round_trip_as_json_with_author_and_version() {
     let app = spawn_app().await;
     let value = json!({ "provider": "local", "timeout": 10, "flags": [true, null] });
 
-    let saved = system_setting::put(&app.pool, "sandbox.local", &value, "admin", Some(None))
+    let saved = system_setting::put(&app.pool, "example.local", &value, "admin", Some(None))
         .await
         .unwrap();
-    let loaded = system_setting::get(&app.pool, "sandbox.local")
+    let loaded = system_setting::get(&app.pool, "example.local")
         .await
         .unwrap()
         .unwrap();
@@ -20,7 +20,7 @@ async fn settings_round_trip_as_json_with_author_and_version() {
     assert_eq!(loaded.value, value);
     assert_eq!(loaded.version, 1);
     assert_eq!(loaded.updated_by.as_deref(), Some("admin"));
-    assert!(system_setting::get(&app.pool, "sandbox.other")
+    assert!(system_setting::get(&app.pool, "example.other")
         .await
         .unwrap()
         .is_none());
@@ -31,7 +31,7 @@ async fn a_save_based_on_a_stale_version_conflicts_and_keeps_the_newer_value() {
     let app = spawn_app().await;
     system_setting::put(
         &app.pool,
-        "sandbox.provider_type",
+        "example.provider_type",
         &json!("local"),
         "alice",
         None,
@@ -40,7 +40,7 @@ async fn a_save_based_on_a_stale_version_conflicts_and_keeps_the_newer_value() {
     .unwrap();
     system_setting::put(
         &app.pool,
-        "sandbox.provider_type",
+        "example.provider_type",
         &json!("docker"),
         "bob",
         Some(Some(1)),
@@ -50,7 +50,7 @@ async fn a_save_based_on_a_stale_version_conflicts_and_keeps_the_newer_value() {
 
     let stale = system_setting::put(
         &app.pool,
-        "sandbox.provider_type",
+        "example.provider_type",
         &json!("e2b"),
         "carol",
         Some(Some(1)),
@@ -61,7 +61,7 @@ async fn a_save_based_on_a_stale_version_conflicts_and_keeps_the_newer_value() {
         matches!(stale, Err(SettingError::Conflict { current: 2, .. })),
         "{stale:?}"
     );
-    let kept = system_setting::get(&app.pool, "sandbox.provider_type")
+    let kept = system_setting::get(&app.pool, "example.provider_type")
         .await
         .unwrap()
         .unwrap();
@@ -87,20 +87,20 @@ async fn creating_a_setting_that_exists_conflicts() {
 #[tokio::test]
 async fn list_returns_settings_under_a_prefix_in_name_order() {
     let app = spawn_app().await;
-    for name in ["sandbox.local", "mail.host", "sandbox.docker", "sandbox_x"] {
+    for name in ["example.local", "mail.host", "example.docker", "example_x"] {
         system_setting::put(&app.pool, name, &json!(name), "admin", None)
             .await
             .unwrap();
     }
 
-    let names: Vec<_> = system_setting::list(&app.pool, "sandbox.")
+    let names: Vec<_> = system_setting::list(&app.pool, "example.")
         .await
         .unwrap()
         .into_iter()
         .map(|s| s.name)
         .collect();
 
-    assert_eq!(names, ["sandbox.docker", "sandbox.local"]);
+    assert_eq!(names, ["example.docker", "example.local"]);
 }
 
 #[tokio::test]

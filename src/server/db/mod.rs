@@ -1,6 +1,7 @@
 //! Database access: connecting, migrating, and one small repository module per table.
 
 pub mod admin_user;
+pub mod settings_audit;
 pub mod system_setting;
 
 use std::{path::PathBuf, str::FromStr, time::Duration};

@@ -91,19 +91,34 @@ pub fn schema() -> ConfigSchema {
     }
 }
 
-/// Validates stored or submitted values and builds the provider.
+/// Validates stored or submitted values and builds the provider. Reports every bad field at
+/// once: the schema's type checks and the interpreter paths.
 pub fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error> {
-    let values = schema()
-        .normalize(raw)
-        .map_err(|errors| Error::ConfigInvalid { errors })?;
+    let normalized = schema().normalize(raw);
+    let mut errors = normalized.as_ref().err().cloned().unwrap_or_default();
+    let defaults = LocalConfig::default();
+    for (key, default) in [
+        ("python_path", defaults.python_path),
+        ("node_path", defaults.node_path),
+    ] {
+        if errors.contains_key(key) {
+            continue;
+        }
+        let path = raw
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|p| !p.is_empty());
+        if let Err(message) = check_executable(path.unwrap_or(&default)) {
+            errors.insert(key.to_owned(), message);
+        }
+    }
+    let values = match normalized {
+        Ok(values) if errors.is_empty() => values,
+        _ => return Err(Error::ConfigInvalid { errors }),
+    };
     let config: LocalConfig = serde_json::from_value(Value::Object(values))
         .map_err(|e| Error::Backend(format!("local config: {e}")))?;
-    for (key, path) in [
-        ("python_path", &config.python_path),
-        ("node_path", &config.node_path),
-    ] {
-        check_executable(path).map_err(|message| Error::field(key, message))?;
-    }
     Ok(Arc::new(LocalProvider::new(config)))
 }
 

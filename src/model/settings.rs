@@ -1,0 +1,63 @@
+//! What the sandbox-settings page shows and sends.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::model::{
+    provider::{HealthReport, ProviderInfo},
+    schema::{ConfigSchema, FieldErrors},
+};
+
+/// One provider card with its form.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProviderCard {
+    pub info: ProviderInfo,
+    pub schema: ConfigSchema,
+    pub active: bool,
+    /// Saved values, or the schema defaults when nothing is saved; secrets are never included.
+    pub values: Map<String, Value>,
+    /// Secret fields that have a stored value ("set — leave blank to keep").
+    pub secrets_set: Vec<String>,
+    /// Version of the saved settings, to send back with a save; `None` when never saved.
+    pub version: Option<i64>,
+    pub updated_at: Option<String>,
+    pub updated_by: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SandboxSettings {
+    pub active_kind: String,
+    pub providers: Vec<ProviderCard>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SaveOutcome {
+    Saved {
+        version: i64,
+        active: bool,
+    },
+    /// Nothing was saved.
+    Invalid {
+        errors: FieldErrors,
+    },
+    /// Someone saved in between; nothing was saved.
+    Conflict {
+        message: String,
+    },
+}
+
+/// What "Test connection" found, on unsaved values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionReport {
+    pub passed: bool,
+    pub message: String,
+    pub health: Option<HealthReport>,
+    pub exit_code: Option<i32>,
+    pub execution_time_ms: Option<u64>,
+    /// Round trip of the whole test, health check included.
+    pub latency_ms: u64,
+    pub stdout: String,
+    pub stderr: String,
+    /// Field errors when the values did not even validate.
+    pub errors: FieldErrors,
+}

@@ -1,0 +1,399 @@
+//! The sandbox settings service: stored provider configs (`sandbox.provider_type`,
+//! `sandbox.<kind>` in `system_setting`), the active provider (rebuilt on every save: no
+//! restart, ever), test connection and trial runs. Server functions and the REST API call it.
+
+use std::{
+    collections::BTreeSet,
+    sync::{Arc, RwLock},
+    time::Instant,
+};
+
+use serde_json::{json, Map, Value};
+use sqlx::SqlitePool;
+
+use crate::{
+    model::{
+        execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
+        schema::{FieldErrors, FieldKind},
+        settings::{ConnectionReport, ProviderCard, SandboxSettings, SaveOutcome},
+    },
+    sandbox::{registry::Registry, Error as SandboxError, SandboxProvider},
+    server::db::{
+        settings_audit,
+        system_setting::{self, SettingError},
+    },
+};
+
+pub const PROVIDER_TYPE: &str = "sandbox.provider_type";
+/// The provider a fresh installation starts with.
+pub const DEFAULT_KIND: &str = "local";
+/// Field-error key for problems that belong to no single field.
+pub const FORM_ERROR: &str = "_form";
+
+fn setting_name(kind: &str) -> String {
+    format!("sandbox.{kind}")
+}
+
+/// The script "Test connection" runs: it must print and return through the main() protocol.
+const TEST_SCRIPT: &str =
+    "def main(probe):\n    print('sandbox-console test connection')\n    return {'probe': probe}\n";
+
+struct Active {
+    kind: String,
+    provider: Arc<dyn SandboxProvider>,
+}
+
+pub struct SandboxService {
+    pool: SqlitePool,
+    registry: Registry,
+    active: RwLock<Option<Active>>,
+}
+
+impl std::fmt::Debug for SandboxService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SandboxService")
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SandboxService {
+    /// Seeds the settings on a first start (the local provider, active, with its defaults) and
+    /// builds the active provider. A stored config that no longer builds leaves no provider
+    /// active, and says why in the log; the console still starts so an admin can fix it.
+    pub async fn start(pool: SqlitePool, registry: Registry) -> Result<Self, SettingError> {
+        let service = SandboxService {
+            pool,
+            registry,
+            active: RwLock::new(None),
+        };
+        if system_setting::get(&service.pool, PROVIDER_TYPE)
+            .await?
+            .is_none()
+        {
+            if let Ok(kind) = service.registry.get(DEFAULT_KIND) {
+                let defaults = (kind.schema)().normalize(&Map::new()).unwrap_or_default();
+                seed(
+                    &service.pool,
+                    &setting_name(DEFAULT_KIND),
+                    &Value::Object(defaults),
+                )
+                .await?;
+                seed(&service.pool, PROVIDER_TYPE, &json!(DEFAULT_KIND)).await?;
+            }
+        }
+        service.load_active().await?;
+        Ok(service)
+    }
+
+    async fn load_active(&self) -> Result<(), SettingError> {
+        let Some(kind) = system_setting::get(&self.pool, PROVIDER_TYPE)
+            .await?
+            .and_then(|s| s.value.as_str().map(str::to_owned))
+        else {
+            return Ok(());
+        };
+        let config = self.stored_values(&kind).await?;
+        let built = self.registry.build(&kind, &config);
+        let mut active = self.active.write().expect("active provider lock");
+        *active = match built {
+            Ok(provider) => Some(Active { kind, provider }),
+            Err(error) => {
+                tracing::error!(%kind, %error, "the active sandbox provider cannot be built from its stored settings");
+                None
+            }
+        };
+        Ok(())
+    }
+
+    async fn stored_values(&self, kind: &str) -> Result<Map<String, Value>, SettingError> {
+        Ok(system_setting::get(&self.pool, &setting_name(kind))
+            .await?
+            .and_then(|s| s.value.as_object().cloned())
+            .unwrap_or_default())
+    }
+
+    /// The provider that runs code now, if any.
+    pub fn active(&self) -> Option<(String, Arc<dyn SandboxProvider>)> {
+        let active = self.active.read().expect("active provider lock");
+        active
+            .as_ref()
+            .map(|a| (a.kind.clone(), a.provider.clone()))
+    }
+
+    /// Every registered provider with its schema and saved values; secrets left out.
+    pub async fn settings(&self) -> Result<SandboxSettings, SettingError> {
+        let active_kind = system_setting::get(&self.pool, PROVIDER_TYPE)
+            .await?
+            .and_then(|s| s.value.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let mut providers = Vec::new();
+        for kind in self.registry.kinds() {
+            let info = (kind.info)();
+            let schema = (kind.schema)();
+            let stored = system_setting::get(&self.pool, &setting_name(&info.kind)).await?;
+            let mut values = match &stored {
+                Some(setting) => setting.value.as_object().cloned().unwrap_or_default(),
+                None => schema
+                    .fields
+                    .iter()
+                    .filter_map(|f| f.default.clone().map(|d| (f.key.clone(), d)))
+                    .collect(),
+            };
+            let mut secrets_set = Vec::new();
+            for field in schema.fields.iter().filter(|f| f.kind == FieldKind::Secret) {
+                if values
+                    .remove(&field.key)
+                    .is_some_and(|v| !v.as_str().unwrap_or_default().is_empty())
+                {
+                    secrets_set.push(field.key.clone());
+                }
+            }
+            providers.push(ProviderCard {
+                active: info.kind == active_kind,
+                info,
+                schema,
+                values,
+                secrets_set,
+                version: stored.as_ref().map(|s| s.version),
+                updated_at: stored.as_ref().map(|s| s.updated_at.clone()),
+                updated_by: stored.and_then(|s| s.updated_by),
+            });
+        }
+        Ok(SandboxSettings {
+            active_kind,
+            providers,
+        })
+    }
+
+    /// Submitted values with blank secret fields replaced by the stored secrets.
+    async fn with_stored_secrets(
+        &self,
+        kind: &str,
+        mut values: Map<String, Value>,
+    ) -> Result<Map<String, Value>, SettingError> {
+        let Ok(provider_kind) = self.registry.get(kind) else {
+            return Ok(values);
+        };
+        let stored = self.stored_values(kind).await?;
+        for field in (provider_kind.schema)()
+            .fields
+            .iter()
+            .filter(|f| f.kind == FieldKind::Secret)
+        {
+            let blank = values
+                .get(&field.key)
+                .is_none_or(|v| v.as_str().is_some_and(|s| s.is_empty()));
+            if blank {
+                if let Some(secret) = stored.get(&field.key) {
+                    values.insert(field.key.clone(), secret.clone());
+                }
+            }
+        }
+        Ok(values)
+    }
+
+    /// Validates and saves a provider's settings; with `make_active`, also makes it the active
+    /// provider. Nothing is saved on any error. Saving the active provider rebuilds it.
+    pub async fn save(
+        &self,
+        actor: &str,
+        kind: &str,
+        values: Map<String, Value>,
+        expected_version: Option<i64>,
+        make_active: bool,
+    ) -> Result<SaveOutcome, SettingError> {
+        let provider_kind = match self.registry.get(kind) {
+            Ok(k) => k,
+            Err(error) => return Ok(invalid(FORM_ERROR, error.to_string())),
+        };
+        let values = self.with_stored_secrets(kind, values).await?;
+        let provider = match (provider_kind.build)(&values) {
+            Ok(provider) => provider,
+            Err(SandboxError::ConfigInvalid { errors }) => {
+                return Ok(SaveOutcome::Invalid { errors })
+            }
+            Err(error) => return Ok(invalid(FORM_ERROR, error.to_string())),
+        };
+        let normalized = match (provider_kind.schema)().normalize(&values) {
+            Ok(normalized) => normalized,
+            Err(errors) => return Ok(SaveOutcome::Invalid { errors }),
+        };
+        let name = setting_name(kind);
+        let before = self.stored_values(kind).await?;
+        let saved = match system_setting::put(&self.pool, &name, &Value::Object(normalized.clone()), actor, Some(expected_version)).await {
+            Ok(saved) => saved,
+            Err(SettingError::Conflict { current, .. }) => {
+                return Ok(SaveOutcome::Conflict {
+                    message: format!(
+                        "These settings were changed by someone else since you opened them (now version {current}). \
+                         Reload the page to see their changes; nothing was saved."
+                    ),
+                })
+            }
+            Err(other) => return Err(other),
+        };
+        let changed: Vec<String> = before
+            .keys()
+            .chain(normalized.keys())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter(|key| before.get(*key) != normalized.get(*key))
+            .cloned()
+            .collect();
+        settings_audit::record(&self.pool, actor, &name, Some(kind), "save", &changed).await?;
+
+        let was_active = self.active().is_some_and(|(k, _)| k == kind);
+        let current_type = system_setting::get(&self.pool, PROVIDER_TYPE)
+            .await?
+            .and_then(|s| s.value.as_str().map(str::to_owned));
+        let becomes_active = make_active && current_type.as_deref() != Some(kind);
+        if becomes_active {
+            system_setting::put(&self.pool, PROVIDER_TYPE, &json!(kind), actor, None).await?;
+            settings_audit::record(
+                &self.pool,
+                actor,
+                PROVIDER_TYPE,
+                Some(kind),
+                "activate",
+                &[],
+            )
+            .await?;
+        }
+        let active = was_active || becomes_active || current_type.as_deref() == Some(kind);
+        if active {
+            *self.active.write().expect("active provider lock") = Some(Active {
+                kind: kind.to_owned(),
+                provider,
+            });
+        }
+        Ok(SaveOutcome::Saved {
+            version: saved.version,
+            active,
+        })
+    }
+
+    /// Builds a provider from unsaved values (stored secrets filled in), checks its health and
+    /// runs a fixed script through it. Never saves anything.
+    pub async fn test_connection(
+        &self,
+        kind: &str,
+        values: Map<String, Value>,
+    ) -> Result<ConnectionReport, SettingError> {
+        let started = Instant::now();
+        let mut report = ConnectionReport {
+            passed: false,
+            message: String::new(),
+            health: None,
+            exit_code: None,
+            execution_time_ms: None,
+            latency_ms: 0,
+            stdout: String::new(),
+            stderr: String::new(),
+            errors: FieldErrors::new(),
+        };
+        let values = self.with_stored_secrets(kind, values).await?;
+        let provider = match self.registry.build(kind, &values) {
+            Ok(provider) => provider,
+            Err(SandboxError::ConfigInvalid { errors }) => {
+                report.message = "The settings are not valid; fix the marked fields.".into();
+                report.errors = errors;
+                return Ok(finish(report, started));
+            }
+            Err(error) => {
+                report.message = error.to_string();
+                return Ok(finish(report, started));
+            }
+        };
+        let health = provider.health().await;
+        let healthy = health.healthy;
+        report.message = health.message.clone();
+        report.health = Some(health);
+        if !healthy {
+            return Ok(finish(report, started));
+        }
+        let language = if provider.languages().contains(&Language::Python) {
+            Language::Python
+        } else {
+            provider.languages()[0]
+        };
+        let code = match language {
+            Language::Python => TEST_SCRIPT,
+            Language::Javascript => "function main({ probe }) { console.log('sandbox-console test connection'); return { probe }; }",
+        };
+        let request = ExecRequest {
+            language,
+            code: code.into(),
+            arguments: Map::from_iter([("probe".to_owned(), json!("ok"))]),
+            timeout_secs: None,
+        };
+        match run_once(provider.as_ref(), &request).await {
+            Ok(result) => {
+                report.passed = result.status == ExecStatus::Success
+                    && result.result.value == json!({ "probe": "ok" });
+                report.message = if report.passed {
+                    format!(
+                        "Connected: the test script ran in {} ms.",
+                        result.wall_time_ms
+                    )
+                } else {
+                    format!(
+                        "The provider answered, but the test script ended with status {:?}.",
+                        result.status
+                    )
+                };
+                report.exit_code = result.exit_code;
+                report.execution_time_ms = Some(result.wall_time_ms);
+                report.stdout = result.stdout;
+                report.stderr = result.stderr;
+            }
+            Err(error) => report.message = format!("The test script could not run: {error}"),
+        }
+        Ok(finish(report, started))
+    }
+
+    /// Runs code through the active provider.
+    pub async fn execute(&self, request: &ExecRequest) -> Result<ExecutionResult, SandboxError> {
+        let (kind, provider) = self.active().ok_or_else(|| {
+            SandboxError::Backend(
+                "no sandbox provider is active; configure one in the sandbox settings".into(),
+            )
+        })?;
+        if !provider.languages().contains(&request.language) {
+            return Err(SandboxError::Unsupported(request.language));
+        }
+        let mut result = run_once(provider.as_ref(), request).await?;
+        result.metadata.insert("provider".into(), json!(kind));
+        Ok(result)
+    }
+}
+
+fn invalid(key: &str, message: String) -> SaveOutcome {
+    SaveOutcome::Invalid {
+        errors: FieldErrors::from([(key.to_owned(), message)]),
+    }
+}
+
+fn finish(mut report: ConnectionReport, started: Instant) -> ConnectionReport {
+    report.latency_ms = started.elapsed().as_millis() as u64;
+    report
+}
+
+async fn seed(pool: &SqlitePool, name: &str, value: &Value) -> Result<(), SettingError> {
+    match system_setting::put(pool, name, value, "system", Some(None)).await {
+        Ok(_) | Err(SettingError::Conflict { .. }) => Ok(()),
+        Err(other) => Err(other),
+    }
+}
+
+async fn run_once(
+    provider: &dyn SandboxProvider,
+    request: &ExecRequest,
+) -> Result<ExecutionResult, SandboxError> {
+    let instance = provider.create_instance(request.language).await?;
+    let result = provider.execute(&instance, request).await;
+    if let Err(error) = provider.destroy_instance(instance).await {
+        tracing::warn!(%error, "could not destroy a sandbox instance");
+    }
+    result
+}

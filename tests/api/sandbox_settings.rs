@@ -1,0 +1,245 @@
+use serde_json::json;
+
+use crate::helpers::spawn_app;
+
+const ENDPOINTS: [&str; 4] = [
+    "sandbox_settings",
+    "save_sandbox_settings",
+    "test_sandbox_connection",
+    "run_trial",
+];
+
+#[tokio::test]
+async fn anonymous_callers_get_401_from_every_sandbox_endpoint() {
+    let app = spawn_app().await;
+
+    for name in ENDPOINTS {
+        let response = app
+            .call(
+                name,
+                &[
+                    ("kind", "local"),
+                    ("language", "python"),
+                    ("code", "print(1)"),
+                ],
+            )
+            .await;
+        assert_eq!(response.status().as_u16(), 401, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn a_first_start_has_the_local_provider_active_with_its_defaults() {
+    let app = spawn_app().await;
+    app.login().await;
+
+    let settings = app.call_ok("sandbox_settings", &[]).await;
+
+    assert_eq!(settings["active_kind"], "local");
+    let local = &settings["providers"][0];
+    assert_eq!(local["info"]["kind"], "local");
+    assert_eq!(local["active"], true);
+    assert_eq!(local["version"], 1);
+    assert_eq!(local["values"]["timeout_secs"], 10);
+    assert_eq!(local["schema"]["fields"][0]["key"], "python_path");
+}
+
+#[tokio::test]
+async fn an_invalid_save_returns_field_errors_and_keeps_the_old_values() {
+    let app = spawn_app().await;
+    app.login().await;
+
+    let outcome = app
+        .call_ok(
+            "save_sandbox_settings",
+            &[
+                ("kind", "local"),
+                ("expected_version", "1"),
+                ("values[timeout_secs]", "0"),
+                ("values[python_path]", "python3"),
+            ],
+        )
+        .await;
+
+    assert_eq!(
+        outcome["Invalid"]["errors"]["timeout_secs"],
+        "Enter a number from 1 to 600."
+    );
+    assert!(outcome["Invalid"]["errors"]["python_path"]
+        .as_str()
+        .unwrap()
+        .starts_with("Enter an absolute path"));
+    let settings = app.call_ok("sandbox_settings", &[]).await;
+    assert_eq!(settings["providers"][0]["version"], 1);
+    assert_eq!(settings["providers"][0]["values"]["timeout_secs"], 10);
+}
+
+#[tokio::test]
+async fn a_valid_save_persists_audits_and_takes_effect_without_a_restart() {
+    let app = spawn_app().await;
+    app.login().await;
+
+    let outcome = app
+        .call_ok(
+            "save_sandbox_settings",
+            &[
+                ("kind", "local"),
+                ("expected_version", "1"),
+                ("values[timeout_secs]", "1"),
+            ],
+        )
+        .await;
+
+    assert_eq!(
+        outcome,
+        json!({ "Saved": { "version": 2, "active": true } })
+    );
+    let settings = app.call_ok("sandbox_settings", &[]).await;
+    assert_eq!(settings["providers"][0]["values"]["timeout_secs"], 1);
+    assert_eq!(settings["providers"][0]["updated_by"], "admin");
+    let audit: (String, String) =
+        sqlx::query_as("select actor, changed_keys from settings_audit order by id desc limit 1")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        audit,
+        ("admin".to_owned(), r#"["timeout_secs"]"#.to_owned())
+    );
+    let run = app
+        .call_ok(
+            "run_trial",
+            &[
+                ("language", "python"),
+                ("code", "import time\ntime.sleep(5)\n"),
+                ("timeout_secs", "30"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        run["status"], "timeout",
+        "the saved 1 s limit applies at once: {run}"
+    );
+}
+
+#[tokio::test]
+async fn a_save_from_a_stale_form_is_refused_and_changes_nothing() {
+    let app = spawn_app().await;
+    app.login().await;
+    app.call_ok(
+        "save_sandbox_settings",
+        &[
+            ("kind", "local"),
+            ("expected_version", "1"),
+            ("values[memory_mb]", "300"),
+        ],
+    )
+    .await;
+
+    let stale = app
+        .call_ok(
+            "save_sandbox_settings",
+            &[
+                ("kind", "local"),
+                ("expected_version", "1"),
+                ("values[memory_mb]", "400"),
+            ],
+        )
+        .await;
+
+    assert!(
+        stale["Conflict"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed by someone else"),
+        "{stale}"
+    );
+    let settings = app.call_ok("sandbox_settings", &[]).await;
+    assert_eq!(settings["providers"][0]["values"]["memory_mb"], 300);
+}
+
+#[tokio::test]
+async fn test_connection_runs_the_test_script_on_unsaved_values() {
+    let app = spawn_app().await;
+    app.login().await;
+
+    let good = app
+        .call_ok(
+            "test_sandbox_connection",
+            &[("kind", "local"), ("values[timeout_secs]", "5")],
+        )
+        .await;
+    let bad = app
+        .call_ok(
+            "test_sandbox_connection",
+            &[("kind", "local"), ("values[node_path]", "/no/node")],
+        )
+        .await;
+
+    assert_eq!(good["passed"], true, "{good}");
+    assert_eq!(good["exit_code"], 0);
+    assert!(good["stdout"]
+        .as_str()
+        .unwrap()
+        .contains("sandbox-console test connection"));
+    assert_eq!(bad["passed"], false);
+    assert!(
+        bad["errors"]["node_path"]
+            .as_str()
+            .unwrap()
+            .contains("/no/node"),
+        "{bad}"
+    );
+    let settings = app.call_ok("sandbox_settings", &[]).await;
+    assert_eq!(
+        settings["providers"][0]["version"], 1,
+        "testing saves nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_trial_run_returns_the_value_of_main() {
+    let app = spawn_app().await;
+    app.login().await;
+
+    let run = app
+        .call_ok(
+            "run_trial",
+            &[
+                ("language", "python"),
+                ("code", "def main(name):\n    return {\"hi\": name}\n"),
+                ("arguments", r#"{"name": "Ada"}"#),
+            ],
+        )
+        .await;
+
+    assert_eq!(run["status"], "success", "{run}");
+    assert_eq!(run["result"]["value"], json!({ "hi": "Ada" }));
+    assert_eq!(run["metadata"]["provider"], "local");
+}
+
+#[tokio::test]
+async fn trial_runs_reject_bad_input_with_400() {
+    let app = spawn_app().await;
+    app.login().await;
+
+    for (language, arguments, expected) in [
+        ("python", "{oops", "not valid JSON"),
+        ("python", "[1, 2]", "must be a JSON object"),
+        ("cobol", "{}", "unsupported language"),
+    ] {
+        let response = app
+            .call(
+                "run_trial",
+                &[
+                    ("language", language),
+                    ("code", "print(1)"),
+                    ("arguments", arguments),
+                ],
+            )
+            .await;
+        assert_eq!(response.status().as_u16(), 400, "{language} {arguments}");
+        let body = response.text().await.unwrap();
+        assert!(body.contains(expected), "{body}");
+    }
+}
