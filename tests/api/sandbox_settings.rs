@@ -1,6 +1,30 @@
 use serde_json::json;
 
-use crate::helpers::spawn_app;
+use crate::helpers::{spawn_app, TestApp};
+
+/// Saves the local provider's settings as the form does (`values[<key>]` fields).
+async fn save_local(
+    app: &TestApp,
+    expected_version: &str,
+    values: &[(&str, &str)],
+) -> serde_json::Value {
+    let mut form = vec![
+        ("kind".to_owned(), "local".to_owned()),
+        ("expected_version".to_owned(), expected_version.to_owned()),
+    ];
+    form.extend(
+        values
+            .iter()
+            .map(|(key, value)| (format!("values[{key}]"), (*value).to_owned())),
+    );
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    app.call_ok("save_sandbox_settings", &form).await
+}
+
+/// The local provider's card as the settings page receives it.
+async fn local_card(app: &TestApp) -> serde_json::Value {
+    app.call_ok("sandbox_settings", &[]).await["providers"][0].clone()
+}
 
 const ENDPOINTS: [&str; 4] = [
     "sandbox_settings",
@@ -49,17 +73,12 @@ async fn an_invalid_save_returns_field_errors_and_keeps_the_old_values() {
     let app = spawn_app().await;
     app.login().await;
 
-    let outcome = app
-        .call_ok(
-            "save_sandbox_settings",
-            &[
-                ("kind", "local"),
-                ("expected_version", "1"),
-                ("values[timeout_secs]", "0"),
-                ("values[python_path]", "python3"),
-            ],
-        )
-        .await;
+    let outcome = save_local(
+        &app,
+        "1",
+        &[("timeout_secs", "0"), ("python_path", "python3")],
+    )
+    .await;
 
     assert_eq!(
         outcome["Invalid"]["errors"]["timeout_secs"],
@@ -69,9 +88,9 @@ async fn an_invalid_save_returns_field_errors_and_keeps_the_old_values() {
         .as_str()
         .unwrap()
         .starts_with("Enter an absolute path"));
-    let settings = app.call_ok("sandbox_settings", &[]).await;
-    assert_eq!(settings["providers"][0]["version"], 1);
-    assert_eq!(settings["providers"][0]["values"]["timeout_secs"], 10);
+    let card = local_card(&app).await;
+    assert_eq!(card["version"], 1);
+    assert_eq!(card["values"]["timeout_secs"], 10);
 }
 
 #[tokio::test]
@@ -79,24 +98,15 @@ async fn a_valid_save_persists_audits_and_takes_effect_without_a_restart() {
     let app = spawn_app().await;
     app.login().await;
 
-    let outcome = app
-        .call_ok(
-            "save_sandbox_settings",
-            &[
-                ("kind", "local"),
-                ("expected_version", "1"),
-                ("values[timeout_secs]", "1"),
-            ],
-        )
-        .await;
+    let outcome = save_local(&app, "1", &[("timeout_secs", "1")]).await;
 
     assert_eq!(
         outcome,
         json!({ "Saved": { "version": 2, "active": true } })
     );
-    let settings = app.call_ok("sandbox_settings", &[]).await;
-    assert_eq!(settings["providers"][0]["values"]["timeout_secs"], 1);
-    assert_eq!(settings["providers"][0]["updated_by"], "admin");
+    let card = local_card(&app).await;
+    assert_eq!(card["values"]["timeout_secs"], 1);
+    assert_eq!(card["updated_by"], "admin");
     let audit: (String, String) =
         sqlx::query_as("select actor, changed_keys from settings_audit order by id desc limit 1")
             .fetch_one(&app.pool)
@@ -126,26 +136,9 @@ async fn a_valid_save_persists_audits_and_takes_effect_without_a_restart() {
 async fn a_save_from_a_stale_form_is_refused_and_changes_nothing() {
     let app = spawn_app().await;
     app.login().await;
-    app.call_ok(
-        "save_sandbox_settings",
-        &[
-            ("kind", "local"),
-            ("expected_version", "1"),
-            ("values[memory_mb]", "300"),
-        ],
-    )
-    .await;
+    save_local(&app, "1", &[("memory_mb", "300")]).await;
 
-    let stale = app
-        .call_ok(
-            "save_sandbox_settings",
-            &[
-                ("kind", "local"),
-                ("expected_version", "1"),
-                ("values[memory_mb]", "400"),
-            ],
-        )
-        .await;
+    let stale = save_local(&app, "1", &[("memory_mb", "400")]).await;
 
     assert!(
         stale["Conflict"]["message"]
@@ -154,8 +147,8 @@ async fn a_save_from_a_stale_form_is_refused_and_changes_nothing() {
             .contains("changed by someone else"),
         "{stale}"
     );
-    let settings = app.call_ok("sandbox_settings", &[]).await;
-    assert_eq!(settings["providers"][0]["values"]["memory_mb"], 300);
+    let card = local_card(&app).await;
+    assert_eq!(card["values"]["memory_mb"], 300);
 }
 
 #[tokio::test]
@@ -190,9 +183,9 @@ async fn test_connection_runs_the_test_script_on_unsaved_values() {
             .contains("/no/node"),
         "{bad}"
     );
-    let settings = app.call_ok("sandbox_settings", &[]).await;
     assert_eq!(
-        settings["providers"][0]["version"], 1,
+        local_card(&app).await["version"],
+        1,
         "testing saves nothing"
     );
 }
