@@ -2,22 +2,7 @@
 // disabled (project "nojs"), where every step is a plain form post and redirect.
 import { test, expect } from '@playwright/test';
 
-const USER = process.env.E2E_ADMIN_USERNAME ?? 'admin';
-const PASSWORD = process.env.E2E_ADMIN_PASSWORD;
-
-async function expectInteractive(page, javaScriptEnabled) {
-  if (javaScriptEnabled) {
-    await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
-  } else {
-    await expect(page.locator('body')).not.toHaveAttribute('data-hydrated', 'true');
-  }
-}
-
-async function signIn(page, password = PASSWORD) {
-  await page.locator('#username').fill(USER);
-  await page.locator('#password').fill(password);
-  await page.getByTestId('login-submit').click();
-}
+import { PASSWORD, USER, expectInteractive, signIn } from './helpers.mjs';
 
 test.beforeAll(() => {
   if (!PASSWORD) throw new Error('E2E_ADMIN_PASSWORD is not set (scripts/e2e.sh sets it)');
@@ -34,7 +19,7 @@ test('an admin signs in, sees the shell, and signs out', async ({ page, javaScri
   await expect(page.getByTestId('admin-name')).toHaveText(USER);
   await expect(page.getByRole('heading', { name: 'Overview', level: 1 })).toBeVisible();
   await expect(page.getByTestId('overview')).toContainText('Administrators');
-  await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link')).toHaveText(['Overview']);
+  await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link')).toHaveText(['Overview', 'Sandbox settings']);
   await expectInteractive(page, javaScriptEnabled);
   await page.screenshot({ path: testInfo.outputPath(`shell-${testInfo.project.name}.png`), fullPage: true });
 

@@ -14,7 +14,10 @@ use leptos_router::{
 };
 
 use components::layout::Layout;
-use pages::{login::LoginPage, not_found::NotFoundPage, overview::OverviewPage};
+use pages::{
+    login::LoginPage, not_found::NotFoundPage, overview::OverviewPage,
+    sandbox_settings::SandboxSettingsPage,
+};
 
 /// The application. Every route renders with `SsrMode::Async` so the full page, data
 /// included, arrives in the first response: the console works with JavaScript off.
@@ -29,6 +32,7 @@ pub fn App() -> impl IntoView {
             <Routes fallback=|| view! { <Layout><NotFoundPage/></Layout> }>
                 <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
                 <Route path=path!("/") view=|| view! { <Layout><OverviewPage/></Layout> } ssr=SsrMode::Async/>
+                <Route path=path!("/admin/sandbox-settings") view=|| view! { <Layout><SandboxSettingsPage/></Layout> } ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }

@@ -9,6 +9,9 @@ use serde_json::{Map, Value};
 /// Per-field error messages, keyed by field key.
 pub type FieldErrors = BTreeMap<String, String>;
 
+/// Field-error key for problems that belong to no single field.
+pub const FORM_ERROR: &str = "_form";
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SelectOption {
     pub value: String,

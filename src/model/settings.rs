@@ -61,3 +61,32 @@ pub struct ConnectionReport {
     /// Field errors when the values did not even validate.
     pub errors: FieldErrors,
 }
+
+/// What a trial-run form held, to show it again with its result.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialInput {
+    pub language: String,
+    pub code: String,
+    pub arguments: String,
+    pub timeout_secs: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum FlashOutcome {
+    Save(SaveOutcome),
+    Test(ConnectionReport),
+    Trial {
+        input: TrialInput,
+        result: Result<crate::model::execution::ExecutionResult, String>,
+    },
+}
+
+/// The outcome of a plain (JavaScript-off) form post, kept in the session for the one page
+/// view the browser is redirected to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SandboxFlash {
+    pub kind: String,
+    /// The submitted values (secrets removed), so the form shows what was typed.
+    pub values: Map<String, Value>,
+    pub outcome: FlashOutcome,
+}

@@ -5,6 +5,7 @@ pub mod assets;
 pub mod auth;
 pub mod config;
 pub mod db;
+pub mod flash;
 pub mod health;
 pub mod sandbox_settings;
 pub mod startup;

@@ -14,7 +14,7 @@ use sqlx::SqlitePool;
 use crate::{
     model::{
         execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
-        schema::{FieldErrors, FieldKind},
+        schema::{FieldErrors, FieldKind, FORM_ERROR},
         settings::{ConnectionReport, ProviderCard, SandboxSettings, SaveOutcome},
     },
     sandbox::{registry::Registry, Error as SandboxError, SandboxProvider},
@@ -27,8 +27,6 @@ use crate::{
 pub const PROVIDER_TYPE: &str = "sandbox.provider_type";
 /// The provider a fresh installation starts with.
 pub const DEFAULT_KIND: &str = "local";
-/// Field-error key for problems that belong to no single field.
-pub const FORM_ERROR: &str = "_form";
 
 fn setting_name(kind: &str) -> String {
     format!("sandbox.{kind}")
@@ -164,6 +162,27 @@ impl SandboxService {
             active_kind,
             providers,
         })
+    }
+
+    /// `values` without the provider's secret fields: what may travel back to a browser.
+    pub fn without_secrets(
+        &self,
+        kind: &str,
+        mut values: Map<String, Value>,
+    ) -> Map<String, Value> {
+        match self.registry.get(kind) {
+            Ok(provider_kind) => {
+                for field in (provider_kind.schema)()
+                    .fields
+                    .iter()
+                    .filter(|f| f.kind == FieldKind::Secret)
+                {
+                    values.remove(&field.key);
+                }
+                values
+            }
+            Err(_) => Map::new(),
+        }
     }
 
     /// Submitted values with blank secret fields replaced by the stored secrets.

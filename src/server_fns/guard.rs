@@ -39,3 +39,35 @@ pub(crate) fn reject(error: AppError) -> AppError {
     }
     error
 }
+
+/// Is this a plain HTML form post (JavaScript off, or a form the page did not enhance)? Such
+/// callers get a redirect back to the page, with the outcome in the session.
+pub(crate) fn plain_form() -> bool {
+    use_context::<Parts>()
+        .and_then(|parts| {
+            parts
+                .headers
+                .get(axum::http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.contains("text/html"))
+        })
+        .unwrap_or(false)
+}
+
+/// Session key of the sandbox page's one-time outcome.
+pub(crate) const SANDBOX_FLASH: &str = "sandbox_flash";
+
+/// Stores `flash` for the next page view and redirects a plain form post to `target`.
+pub(crate) async fn flash_and_redirect(
+    flash: crate::model::settings::SandboxFlash,
+    target: &str,
+) -> Result<(), AppError> {
+    let session = leptos_axum::extract::<tower_sessions::Session>()
+        .await
+        .map_err(internal)?;
+    crate::server::flash::put(&session, SANDBOX_FLASH, &flash)
+        .await
+        .map_err(internal)?;
+    leptos_axum::redirect(target);
+    Ok(())
+}

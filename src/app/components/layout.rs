@@ -16,6 +16,7 @@ pub fn Layout(children: Children) -> impl IntoView {
             </a>
             <nav class="mainnav" aria-label="Main">
                 <A href="/" exact=true>"Overview"</A>
+                <A href="/admin/sandbox-settings">"Sandbox settings"</A>
             </nav>
             <div class="account">
                 <Transition fallback=|| ()>

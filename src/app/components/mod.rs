@@ -1,4 +1,8 @@
 //! Reusable UI pieces.
 
+pub mod connection_report;
 pub mod error_view;
+pub mod field_control;
 pub mod layout;
+pub mod provider_form;
+pub mod trial_panel;

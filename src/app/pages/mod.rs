@@ -3,3 +3,4 @@
 pub mod login;
 pub mod not_found;
 pub mod overview;
+pub mod sandbox_settings;

@@ -3,11 +3,13 @@
 mod get_settings;
 mod run_trial;
 mod save;
+mod take_flash;
 mod test_connection;
 
 pub use get_settings::*;
 pub use run_trial::*;
 pub use save::*;
+pub use take_flash::*;
 pub use test_connection::*;
 
 #[cfg(feature = "ssr")]
@@ -19,3 +21,15 @@ fn form_values(
         .map(|(k, v)| (k, serde_json::Value::String(v)))
         .collect()
 }
+
+/// The sandbox-settings page, showing `kind`'s form.
+pub fn page_url(kind: &str) -> String {
+    if kind.is_empty() {
+        PAGE.to_owned()
+    } else {
+        format!("{PAGE}?provider={kind}")
+    }
+}
+
+/// Where the sandbox-settings page lives.
+pub const PAGE: &str = "/admin/sandbox-settings";

@@ -14,17 +14,54 @@ pub async fn run_trial(
     #[server(default)] arguments: String,
     #[server(default)] timeout_secs: String,
 ) -> Result<ExecutionResult, AppError> {
-    use crate::{model::execution::ExecRequest, server_fns::guard::reject};
+    use crate::{
+        model::settings::{FlashOutcome, SandboxFlash, TrialInput},
+        server_fns::guard::{flash_and_redirect, plain_form, reject},
+    };
 
     crate::server_fns::require_admin().await?;
-    let bad = |message: String| reject(AppError::BadRequest(message));
-    let language = language.parse().map_err(bad)?;
-    if code.len() > MAX_CODE_BYTES {
+    let input = TrialInput {
+        language,
+        code,
+        arguments,
+        timeout_secs,
+    };
+    let result = run(&input).await;
+    if plain_form() {
+        let state = expect_context::<crate::server::state::AppState>();
+        let kind = state
+            .sandbox
+            .active()
+            .map(|(kind, _)| kind)
+            .unwrap_or_default();
+        let outcome = FlashOutcome::Trial {
+            input,
+            result: result.clone().map_err(|e| e.to_string()),
+        };
+        let flash = SandboxFlash {
+            kind: kind.clone(),
+            values: Default::default(),
+            outcome,
+        };
+        flash_and_redirect(flash, &format!("{}#trial", super::page_url(&kind))).await?;
+        // The redirect's 302 must stand: the page shows the error from the session.
+        return result;
+    }
+    result.map_err(reject)
+}
+
+#[cfg(feature = "ssr")]
+async fn run(input: &crate::model::settings::TrialInput) -> Result<ExecutionResult, AppError> {
+    use crate::model::execution::ExecRequest;
+
+    let bad = |message: String| AppError::BadRequest(message);
+    let language = input.language.parse().map_err(bad)?;
+    if input.code.len() > MAX_CODE_BYTES {
         return Err(bad(format!(
             "The code is larger than {MAX_CODE_BYTES} bytes."
         )));
     }
-    let arguments = match arguments.trim() {
+    let arguments = match input.arguments.trim() {
         "" => serde_json::Map::new(),
         text => match serde_json::from_str(text) {
             Ok(serde_json::Value::Object(map)) => map,
@@ -36,7 +73,7 @@ pub async fn run_trial(
             Err(e) => return Err(bad(format!("Arguments are not valid JSON: {e}."))),
         },
     };
-    let timeout_secs = match timeout_secs.trim() {
+    let timeout_secs = match input.timeout_secs.trim() {
         "" => None,
         text => Some(
             text.parse::<u32>()
@@ -45,10 +82,10 @@ pub async fn run_trial(
                 .ok_or_else(|| bad("The timeout must be a positive number of seconds.".into()))?,
         ),
     };
-    let state = expect_context::<crate::server::state::AppState>();
+    let state = leptos::prelude::expect_context::<crate::server::state::AppState>();
     let request = ExecRequest {
         language,
-        code,
+        code: input.code.clone(),
         arguments,
         timeout_secs,
     };
@@ -56,5 +93,5 @@ pub async fn run_trial(
         .sandbox
         .execute(&request)
         .await
-        .map_err(|e| reject(AppError::Provider(e.to_string())))
+        .map_err(|e| AppError::Provider(e.to_string()))
 }

@@ -14,7 +14,10 @@ pub async fn save_sandbox_settings(
     #[server(default)] expected_version: String,
     #[server(default)] make_active: Option<String>,
 ) -> Result<SaveOutcome, AppError> {
-    use crate::server_fns::guard::{internal, reject};
+    use crate::{
+        model::settings::{FlashOutcome, SandboxFlash},
+        server_fns::guard::{flash_and_redirect, internal, plain_form, reject},
+    };
 
     let admin = crate::server_fns::require_admin().await?;
     let expected_version = match expected_version.trim() {
@@ -26,15 +29,26 @@ pub async fn save_sandbox_settings(
         })?),
     };
     let state = expect_context::<crate::server::state::AppState>();
-    state
+    let values = super::form_values(values);
+    let outcome = state
         .sandbox
         .save(
             &admin.username,
             &kind,
-            super::form_values(values),
+            values.clone(),
             expected_version,
             make_active.is_some(),
         )
         .await
-        .map_err(internal)
+        .map_err(internal)?;
+    if plain_form() {
+        let values = state.sandbox.without_secrets(&kind, values);
+        let flash = SandboxFlash {
+            kind: kind.clone(),
+            values,
+            outcome: FlashOutcome::Save(outcome.clone()),
+        };
+        flash_and_redirect(flash, &super::page_url(&kind)).await?;
+    }
+    Ok(outcome)
 }

@@ -10,11 +10,27 @@ pub async fn test_sandbox_connection(
     kind: String,
     #[server(default)] values: HashMap<String, String>,
 ) -> Result<ConnectionReport, AppError> {
+    use crate::{
+        model::settings::{FlashOutcome, SandboxFlash},
+        server_fns::guard::{flash_and_redirect, internal, plain_form},
+    };
+
     crate::server_fns::require_admin().await?;
     let state = expect_context::<crate::server::state::AppState>();
-    state
+    let values = super::form_values(values);
+    let report = state
         .sandbox
-        .test_connection(&kind, super::form_values(values))
+        .test_connection(&kind, values.clone())
         .await
-        .map_err(crate::server_fns::guard::internal)
+        .map_err(internal)?;
+    if plain_form() {
+        let values = state.sandbox.without_secrets(&kind, values);
+        let flash = SandboxFlash {
+            kind: kind.clone(),
+            values,
+            outcome: FlashOutcome::Test(report.clone()),
+        };
+        flash_and_redirect(flash, &super::page_url(&kind)).await?;
+    }
+    Ok(report)
 }

@@ -1,0 +1,107 @@
+use leptos::prelude::*;
+use serde_json::Value;
+
+use crate::model::schema::{FieldKind, FieldSpec};
+
+/// One form field rendered from its schema entry: label (with a required marker), the control
+/// for its kind, hints, description, and the error for it, if any. Posted as `values[<key>]`.
+#[component]
+pub fn FieldControl(
+    field: FieldSpec,
+    value: Option<Value>,
+    secret_set: bool,
+    error: Option<String>,
+) -> impl IntoView {
+    let id = format!("field-{}", field.key);
+    let name = format!("values[{}]", field.key);
+    let text = value.as_ref().map(display).unwrap_or_default();
+    let placeholder = field.placeholder.clone().unwrap_or_default();
+    let invalid = error.is_some();
+    let control = match &field.kind {
+        FieldKind::String => view! {
+            <input id=id.clone() name=name type="text" value=text placeholder=placeholder
+                required=field.required readonly=field.readonly disabled=field.readonly aria-invalid=invalid.to_string()/>
+        }
+        .into_any(),
+        FieldKind::Secret => {
+            let hint = if secret_set { "Set — leave blank to keep".to_owned() } else { placeholder };
+            view! {
+                <input id=id.clone() name=name type="password" value="" placeholder=hint autocomplete="off"
+                    required=field.required && !secret_set disabled=field.readonly aria-invalid=invalid.to_string()/>
+            }
+            .into_any()
+        }
+        FieldKind::Integer { min, max } => view! {
+            <input id=id.clone() name=name type="number" step="1" value=text placeholder=placeholder
+                min=min.map(|m| m.to_string()) max=max.map(|m| m.to_string())
+                required=field.required readonly=field.readonly disabled=field.readonly aria-invalid=invalid.to_string()/>
+        }
+        .into_any(),
+        FieldKind::Boolean => {
+            let on = text == "true";
+            view! {
+                <select id=id.clone() name=name disabled=field.readonly aria-invalid=invalid.to_string()>
+                    <option value="true" selected=on>"Yes"</option>
+                    <option value="false" selected=!on>"No"</option>
+                </select>
+            }
+            .into_any()
+        }
+        FieldKind::Select { options } => {
+            let options = options.clone();
+            view! {
+                <select id=id.clone() name=name disabled=field.readonly aria-invalid=invalid.to_string()>
+                    {options.into_iter().map(|o| {
+                        let selected = o.value == text;
+                        view! { <option value=o.value selected=selected>{o.label}</option> }
+                    }).collect_view()}
+                </select>
+            }
+            .into_any()
+        }
+        FieldKind::Multiline | FieldKind::Json => view! {
+            <textarea id=id.clone() name=name rows="6" class="mono" placeholder=placeholder
+                readonly=field.readonly disabled=field.readonly aria-invalid=invalid.to_string()>{text}</textarea>
+        }
+        .into_any(),
+    };
+    let hint = match &field.kind {
+        FieldKind::Integer {
+            min: Some(min),
+            max: Some(max),
+        } => Some(format!("From {min} to {max}.")),
+        FieldKind::Integer {
+            min: Some(min),
+            max: None,
+        } => Some(format!("At least {min}.")),
+        FieldKind::Integer {
+            min: None,
+            max: Some(max),
+        } => Some(format!("At most {max}.")),
+        _ => None,
+    };
+    view! {
+        <div class="field" class:has-error=invalid data-field=field.key.clone()>
+            <label for=id>
+                {field.label.clone()}
+                {field.required.then(|| view! { <span class="required" title="Required">" *"</span> })}
+            </label>
+            {control}
+            {(!field.description.is_empty() || hint.is_some()).then(|| view! {
+                <p class="help">{field.description.clone()} " " {hint}</p>
+            })}
+            {error.map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
+        </div>
+    }
+}
+
+/// A stored value as form text.
+fn display(value: &Value) -> String {
+    match value {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}

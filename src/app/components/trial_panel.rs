@@ -1,0 +1,157 @@
+use leptos::prelude::*;
+
+use crate::model::{
+    execution::{ExecStatus, ExecutionResult, Language},
+    settings::TrialInput,
+};
+
+const SAMPLE_CODE: &str = "def main(name):\n    return {\"hi\": name}\n";
+const SAMPLE_ARGUMENTS: &str = "{\"name\": \"Ada\"}";
+
+/// Trial run through the active provider: code, language, JSON arguments, timeout; and the
+/// result of the last run. A plain form: it works without JavaScript.
+#[component]
+pub fn TrialPanel(
+    input: Option<TrialInput>,
+    result: Option<Result<ExecutionResult, String>>,
+) -> impl IntoView {
+    let input = input.unwrap_or_else(|| TrialInput {
+        language: "python".into(),
+        code: SAMPLE_CODE.into(),
+        arguments: SAMPLE_ARGUMENTS.into(),
+        timeout_secs: String::new(),
+    });
+    let (pending, set_pending) = signal(false);
+    let (json_error, set_json_error) = signal(None::<String>);
+    let check_json = move |ev: leptos::ev::Event| {
+        let text = event_target_value(&ev);
+        let problem = match serde_json::from_str::<serde_json::Value>(&text) {
+            _ if text.trim().is_empty() => None,
+            Ok(serde_json::Value::Object(_)) => None,
+            Ok(_) => Some("Arguments must be a JSON object.".to_owned()),
+            Err(e) => Some(format!("Not valid JSON: {e}")),
+        };
+        set_json_error.set(problem);
+    };
+    view! {
+        <section class="card trial" id="trial">
+            <h2>"Trial run"</h2>
+            <p class="muted">"Runs code through the active provider. " <code>"main()"</code> " receives the arguments: Python as keyword arguments, JavaScript as one object."</p>
+            <form method="post" action="/rpc/run_trial" novalidate data-testid="trial-form"
+                on:submit=move |ev| {
+                    if json_error.get_untracked().is_some() {
+                        ev.prevent_default();
+                    } else {
+                        set_pending.set(true);
+                    }
+                }>
+                <div class="row">
+                    <div class="field">
+                        <label for="trial-language">"Language"</label>
+                        <select id="trial-language" name="language">
+                            {Language::ALL.into_iter().map(|l| {
+                                let selected = l.id() == input.language;
+                                view! { <option value=l.id() selected=selected>{l.id()}</option> }
+                            }).collect_view()}
+                        </select>
+                    </div>
+                    <div class="field">
+                        <label for="trial-timeout">"Timeout (seconds)"</label>
+                        <input id="trial-timeout" name="timeout_secs" type="number" min="1" value=input.timeout_secs.clone() placeholder="provider default"/>
+                    </div>
+                </div>
+                <div class="field">
+                    <label for="trial-code">"Code"</label>
+                    <textarea id="trial-code" name="code" rows="10" class="mono code" spellcheck="false"
+                        on:keydown=insert_spaces_on_tab>{input.code.clone()}</textarea>
+                </div>
+                <div class="field" class:has-error=move || json_error.get().is_some()>
+                    <label for="trial-arguments">"Arguments (JSON object)"</label>
+                    <textarea id="trial-arguments" name="arguments" rows="3" class="mono" spellcheck="false"
+                        on:input=check_json>{input.arguments.clone()}</textarea>
+                    {move || json_error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
+                </div>
+                <div class="actions">
+                    <button type="submit" class="button" disabled=pending data-testid="run">"Run"</button>
+                    {move || pending.get().then(|| view! {
+                        <span class="loading"><span class="spinner" aria-hidden="true"></span>" Running…"</span>
+                    })}
+                </div>
+            </form>
+            {result.map(|result| match result {
+                Ok(result) => view! { <ResultView result/> }.into_any(),
+                Err(message) => view! { <p class="notice error" role="alert" data-testid="trial-error">{message}</p> }.into_any(),
+            })}
+        </section>
+    }
+}
+
+/// Tab in the code editor inserts four spaces instead of leaving the field.
+fn insert_spaces_on_tab(ev: leptos::ev::KeyboardEvent) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        if ev.key() != "Tab" || ev.shift_key() || ev.ctrl_key() || ev.alt_key() || ev.meta_key() {
+            return;
+        }
+        let Some(area) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::HtmlTextAreaElement>().ok())
+        else {
+            return;
+        };
+        ev.prevent_default();
+        let start = area.selection_start().ok().flatten().unwrap_or(0);
+        if area.set_range_text("    ").is_ok() {
+            let _ = area.set_selection_start(Some(start + 4));
+            let _ = area.set_selection_end(Some(start + 4));
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = ev;
+}
+
+#[component]
+fn ResultView(result: ExecutionResult) -> impl IntoView {
+    let status = serde_json::to_value(result.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let ok = result.status == ExecStatus::Success;
+    let returned = result
+        .result
+        .present
+        .then(|| serde_json::to_string_pretty(&result.result.value).unwrap_or_default());
+    view! {
+        <div class="result" data-testid="trial-result">
+            <p>
+                <span class=if ok { "badge success" } else { "badge failure" } data-testid="trial-status">{status}</span>
+                " exit code " {result.exit_code.map_or("—".to_owned(), |c| c.to_string())}
+                " · " {result.wall_time_ms} " ms"
+            </p>
+            {returned.map(|text| view! {
+                <h3>"Return value " <span class="muted">"(" {result.result.json_type.clone()} ")"</span></h3>
+                <pre class="output" data-testid="trial-return">{text}</pre>
+            })}
+            <h3>"stdout"</h3>
+            <pre class="output" data-testid="trial-stdout">{result.stdout}</pre>
+            {(!result.stderr.is_empty()).then(|| view! { <h3>"stderr"</h3><pre class="output error">{result.stderr.clone()}</pre> })}
+            {(!result.artifacts.is_empty()).then(|| view! {
+                <h3>"Artifacts"</h3>
+                <ul class="artifacts">
+                    {result.artifacts.into_iter().map(|a| {
+                        let src = format!("data:{};base64,{}", a.mime_type, a.content_b64);
+                        let image = a.mime_type.starts_with("image/");
+                        view! {
+                            <li>
+                                {image.then(|| view! { <img src=src.clone() alt=a.name.clone()/> })}
+                                <a href=src download=a.name.clone()>{a.name.clone()}</a>
+                                " (" {a.size} " bytes)"
+                            </li>
+                        }
+                    }).collect_view()}
+                </ul>
+            })}
+        </div>
+    }
+}
