@@ -15,6 +15,7 @@ test('an admin configures, tests and tries the local provider', async ({ page, j
   await expect(page).toHaveURL(/\/admin\/sandbox-settings$/);
   await expectInteractive(page, javaScriptEnabled);
   await expect(page.getByTestId('provider-local')).toContainText('Active');
+  await expect(page.getByTestId('health-badge')).toHaveText('Healthy');
   await expect(page.getByLabel('Python interpreter')).toHaveValue('/usr/bin/python3.11');
   const timeout = page.locator('#field-timeout_secs');
 

@@ -27,6 +27,8 @@ pub struct ProviderCard {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SandboxSettings {
     pub active_kind: String,
+    /// A fresh health check of the active provider, or why there is none.
+    pub active_health: HealthReport,
     pub providers: Vec<ProviderCard>,
 }
 

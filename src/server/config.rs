@@ -79,6 +79,15 @@ pub struct Config {
     /// Password for that first administrator (and for `admin create`); generated when unset.
     #[arg(long, env = "ADMIN_PASSWORD", hide_env_values = true, global = true)]
     pub admin_password: Option<String>,
+    /// Key that encrypts provider secrets at rest: 32 bytes, base64. Without it, a key is
+    /// generated once into `<data-dir>/secret.key` (mode 0600).
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_SECRET_KEY",
+        hide_env_values = true,
+        global = true
+    )]
+    pub secret_key: Option<String>,
     /// Mark the session cookie `Secure` (set this when the console is served over TLS).
     #[arg(long, env = "SANDBOX_CONSOLE_SECURE_COOKIES", global = true)]
     pub secure_cookies: bool,
@@ -146,6 +155,10 @@ impl std::fmt::Debug for Config {
             .field(
                 "admin_password",
                 &self.admin_password.as_ref().map(|_| "<redacted>"),
+            )
+            .field(
+                "secret_key",
+                &self.secret_key.as_ref().map(|_| "<redacted>"),
             )
             .field("secure_cookies", &self.secure_cookies)
             .field("session_idle_minutes", &self.session_idle_minutes)

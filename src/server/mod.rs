@@ -8,6 +8,7 @@ pub mod db;
 pub mod flash;
 pub mod health;
 pub mod sandbox_settings;
+pub mod secrets;
 pub mod startup;
 pub mod state;
 pub mod telemetry;

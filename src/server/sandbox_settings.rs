@@ -18,9 +18,12 @@ use crate::{
         settings::{ConnectionReport, ProviderCard, SandboxSettings, SaveOutcome},
     },
     sandbox::{registry::Registry, Error as SandboxError, SandboxProvider},
-    server::db::{
-        settings_audit,
-        system_setting::{self, SettingError},
+    server::{
+        db::{
+            settings_audit,
+            system_setting::{self, SettingError},
+        },
+        secrets::SecretBox,
     },
 };
 
@@ -44,6 +47,7 @@ struct Active {
 pub struct SandboxService {
     pool: SqlitePool,
     registry: Registry,
+    secrets: SecretBox,
     active: RwLock<Option<Active>>,
 }
 
@@ -59,10 +63,15 @@ impl SandboxService {
     /// Seeds the settings on a first start (the local provider, active, with its defaults) and
     /// builds the active provider. A stored config that no longer builds leaves no provider
     /// active, and says why in the log; the console still starts so an admin can fix it.
-    pub async fn start(pool: SqlitePool, registry: Registry) -> Result<Self, SettingError> {
+    pub async fn start(
+        pool: SqlitePool,
+        registry: Registry,
+        secrets: SecretBox,
+    ) -> Result<Self, SettingError> {
         let service = SandboxService {
             pool,
             registry,
+            secrets,
             active: RwLock::new(None),
         };
         if system_setting::get(&service.pool, PROVIDER_TYPE)
@@ -91,8 +100,11 @@ impl SandboxService {
         else {
             return Ok(());
         };
-        let config = self.stored_values(&kind).await?;
-        let built = self.registry.build(&kind, &config);
+        let stored = self.stored_values(&kind).await?;
+        let built = match self.open_secrets(&kind, stored) {
+            Ok(config) => self.registry.build(&kind, &config),
+            Err(message) => Err(SandboxError::Backend(message)),
+        };
         let mut active = self.active.write().expect("active provider lock");
         *active = match built {
             Ok(provider) => Some(Active { kind, provider }),
@@ -158,10 +170,66 @@ impl SandboxService {
                 updated_by: stored.and_then(|s| s.updated_by),
             });
         }
+        let active_health = match self.active() {
+            Some((_, provider)) => provider.health().await,
+            None => crate::model::provider::HealthReport {
+                healthy: false,
+                message: "No provider is running: the active provider's stored settings do not build. Save valid settings.".into(),
+                details: Map::new(),
+            },
+        };
         Ok(SandboxSettings {
             active_kind,
+            active_health,
             providers,
         })
+    }
+
+    fn secret_keys(&self, kind: &str) -> Vec<String> {
+        self.registry.get(kind).map_or_else(
+            |_| Vec::new(),
+            |k| {
+                (k.schema)()
+                    .fields
+                    .into_iter()
+                    .filter(|f| f.kind == FieldKind::Secret)
+                    .map(|f| f.key)
+                    .collect()
+            },
+        )
+    }
+
+    /// Stored secret fields decrypted, for building a provider.
+    fn open_secrets(
+        &self,
+        kind: &str,
+        mut values: Map<String, Value>,
+    ) -> Result<Map<String, Value>, String> {
+        for key in self.secret_keys(kind) {
+            if let Some(Value::String(sealed)) = values.get(&key) {
+                if SecretBox::is_sealed(sealed) {
+                    let plain = self
+                        .secrets
+                        .open(sealed)
+                        .map_err(|e| format!("{key}: {e}"))?;
+                    values.insert(key, Value::String(plain));
+                }
+            }
+        }
+        Ok(values)
+    }
+
+    /// Secret fields encrypted, for storing.
+    fn seal_secrets(&self, kind: &str, mut values: Map<String, Value>) -> Map<String, Value> {
+        for key in self.secret_keys(kind) {
+            if let Some(Value::String(plain)) = values.get(&key) {
+                if !plain.is_empty() && !SecretBox::is_sealed(plain) {
+                    let sealed = self.secrets.seal(plain);
+                    values.insert(key, Value::String(sealed));
+                }
+            }
+        }
+        values
     }
 
     /// `values` without the provider's secret fields: what may travel back to a browser.
@@ -227,6 +295,10 @@ impl SandboxService {
             Err(error) => return Ok(invalid(FORM_ERROR, error.to_string())),
         };
         let values = self.with_stored_secrets(kind, values).await?;
+        let values = match self.open_secrets(kind, values) {
+            Ok(values) => values,
+            Err(message) => return Ok(invalid(FORM_ERROR, message)),
+        };
         let provider = match (provider_kind.build)(&values) {
             Ok(provider) => provider,
             Err(SandboxError::ConfigInvalid { errors }) => {
@@ -239,8 +311,10 @@ impl SandboxService {
             Err(errors) => return Ok(SaveOutcome::Invalid { errors }),
         };
         let name = setting_name(kind);
-        let before = self.stored_values(kind).await?;
-        let saved = match system_setting::put(&self.pool, &name, &Value::Object(normalized.clone()), actor, Some(expected_version)).await {
+        let stored = self.stored_values(kind).await?;
+        let before = self.open_secrets(kind, stored.clone()).unwrap_or(stored);
+        let sealed = Value::Object(self.seal_secrets(kind, normalized.clone()));
+        let saved = match system_setting::put(&self.pool, &name, &sealed, actor, Some(expected_version)).await {
             Ok(saved) => saved,
             Err(SettingError::Conflict { current, .. }) => {
                 return Ok(SaveOutcome::Conflict {
@@ -312,7 +386,11 @@ impl SandboxService {
             errors: FieldErrors::new(),
         };
         let values = self.with_stored_secrets(kind, values).await?;
-        let provider = match self.registry.build(kind, &values) {
+        let built = match self.open_secrets(kind, values) {
+            Ok(values) => self.registry.build(kind, &values),
+            Err(message) => Err(SandboxError::Backend(message)),
+        };
+        let provider = match built {
             Ok(provider) => provider,
             Err(SandboxError::ConfigInvalid { errors }) => {
                 report.message = "The settings are not valid; fix the marked fields.".into();
@@ -415,4 +493,183 @@ async fn run_once(
         tracing::warn!(%error, "could not destroy a sandbox instance");
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::{
+        model::{
+            provider::{HealthReport, ProviderInfo},
+            schema::{ConfigSchema, FieldSpec},
+        },
+        sandbox::{registry::ProviderKind, Instance},
+        server::db,
+    };
+
+    const TOKEN: &str = "plain-s3cr3t-value";
+
+    /// A provider with a secret: healthy only when built with the right token.
+    #[derive(Debug)]
+    struct Vault {
+        info: ProviderInfo,
+        token: String,
+    }
+
+    #[async_trait]
+    impl SandboxProvider for Vault {
+        fn info(&self) -> &ProviderInfo {
+            &self.info
+        }
+        fn languages(&self) -> &[Language] {
+            &[Language::Python]
+        }
+        async fn health(&self) -> HealthReport {
+            HealthReport {
+                healthy: self.token == TOKEN,
+                message: String::new(),
+                details: Map::new(),
+            }
+        }
+        async fn create_instance(&self, language: Language) -> Result<Instance, SandboxError> {
+            Ok(Instance {
+                id: "vault".into(),
+                language,
+                metadata: Map::new(),
+            })
+        }
+        async fn execute(
+            &self,
+            _: &Instance,
+            _: &ExecRequest,
+        ) -> Result<ExecutionResult, SandboxError> {
+            Err(SandboxError::Backend("the vault runs nothing".into()))
+        }
+        async fn destroy_instance(&self, _: Instance) -> Result<(), SandboxError> {
+            Ok(())
+        }
+    }
+
+    fn info() -> ProviderInfo {
+        ProviderInfo {
+            kind: "vault".into(),
+            name: "Vault".into(),
+            description: String::new(),
+            tags: vec![],
+        }
+    }
+
+    fn schema() -> ConfigSchema {
+        ConfigSchema {
+            fields: vec![
+                FieldSpec::new("endpoint", FieldKind::String, "Endpoint").required(),
+                FieldSpec::new("token", FieldKind::Secret, "Token").required(),
+            ],
+        }
+    }
+
+    fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, SandboxError> {
+        let values = schema()
+            .normalize(raw)
+            .map_err(|errors| SandboxError::ConfigInvalid { errors })?;
+        let token = values["token"].as_str().unwrap_or_default().to_owned();
+        Ok(Arc::new(Vault {
+            info: info(),
+            token,
+        }))
+    }
+
+    fn form(endpoint: &str, token: &str) -> Map<String, Value> {
+        Map::from_iter([
+            ("endpoint".to_owned(), json!(endpoint)),
+            ("token".to_owned(), json!(token)),
+        ])
+    }
+
+    /// Every byte SQLite keeps for the database (main file and write-ahead log).
+    fn database_bytes(dir: &std::path::Path) -> Vec<u8> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .flat_map(|e| std::fs::read(e.path()).unwrap_or_default())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = db::connect(&format!(
+            "sqlite://{}",
+            dir.path().join("test.db").display()
+        ))
+        .await
+        .unwrap();
+        db::migrate(&pool).await.unwrap();
+        let registry = Registry::new().register(ProviderKind {
+            info,
+            schema,
+            build,
+        });
+        let service = SandboxService::start(pool.clone(), registry, SecretBox::from_key(&[9; 32]))
+            .await
+            .unwrap();
+
+        let first = service
+            .save("admin", "vault", form("https://a", TOKEN), None, true)
+            .await
+            .unwrap();
+
+        assert_eq!(
+            first,
+            SaveOutcome::Saved {
+                version: 1,
+                active: true
+            }
+        );
+        assert!(
+            service.active().unwrap().1.health().await.healthy,
+            "built with the plaintext token"
+        );
+        let bytes = database_bytes(dir.path());
+        assert!(
+            !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+            "the token is not in the database files"
+        );
+        let settings = service.settings().await.unwrap();
+        assert!(
+            !serde_json::to_string(&settings).unwrap().contains(TOKEN),
+            "the token never goes to the browser"
+        );
+        assert_eq!(settings.providers[0].secrets_set, ["token"]);
+
+        let second = service
+            .save("admin", "vault", form("https://b", ""), Some(1), false)
+            .await
+            .unwrap();
+
+        assert_eq!(
+            second,
+            SaveOutcome::Saved {
+                version: 2,
+                active: true
+            }
+        );
+        assert!(
+            service.active().unwrap().1.health().await.healthy,
+            "a blank secret keeps the stored one"
+        );
+        let audit = settings_audit::recent(&pool, 1).await.unwrap();
+        assert_eq!(audit[0].changed_keys, r#"["endpoint"]"#);
+        let report = service
+            .test_connection("vault", form("https://c", ""))
+            .await
+            .unwrap();
+        assert_eq!(
+            report.health.map(|h| h.healthy),
+            Some(true),
+            "test connection merges the stored secret"
+        );
+    }
 }

@@ -37,6 +37,7 @@ use crate::{
         config::Config,
         db, health,
         sandbox_settings::SandboxService,
+        secrets::SecretBox,
         state::AppState,
     },
 };
@@ -64,7 +65,9 @@ impl Application {
             announce_first_admin(&first);
         }
         password::warm_up().await;
-        let sandbox = SandboxService::start(pool.clone(), providers::registry())
+        let secrets = SecretBox::load(&config.data_dir, config.secret_key.as_deref())
+            .context("cannot load the key that encrypts stored secrets")?;
+        let sandbox = SandboxService::start(pool.clone(), providers::registry(), secrets)
             .await
             .context("cannot load the sandbox settings")?;
 

@@ -60,6 +60,11 @@ async fn a_first_start_has_the_local_provider_active_with_its_defaults() {
     let settings = app.call_ok("sandbox_settings", &[]).await;
 
     assert_eq!(settings["active_kind"], "local");
+    assert_eq!(
+        settings["active_health"]["healthy"], true,
+        "{}",
+        settings["active_health"]
+    );
     let local = &settings["providers"][0];
     assert_eq!(local["info"]["kind"], "local");
     assert_eq!(local["active"], true);

@@ -107,7 +107,16 @@ fn Settings(
                         href=page_url(&p.info.kind) data-testid=format!("provider-{}", p.info.kind)
                         aria-current=is_selected.then_some("true")>
                         <span class="name">{p.info.name.clone()}</span>
-                        {p.active.then(|| view! { <span class="badge success">"Active"</span> })}
+                        {p.active.then(|| {
+                            let health = settings.active_health.clone();
+                            let (class, label) = if health.healthy { ("badge success", "Healthy") } else { ("badge failure", "Unhealthy") };
+                            view! {
+                                <span class="badges">
+                                    <span class="badge success">"Active"</span>
+                                    <span class=class title=health.message data-testid="health-badge">{label}</span>
+                                </span>
+                            }
+                        })}
                         <span class="description">{p.info.description.clone()}</span>
                         <span class="tags">{p.info.tags.iter().map(|t| view! { <span class="tag">{t.clone()}</span> }).collect_view()}</span>
                     </a>
