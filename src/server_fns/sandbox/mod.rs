@@ -22,6 +22,29 @@ fn form_values(
         .collect()
 }
 
+/// For a plain form post: keeps the outcome (and the typed values, secrets removed) for the
+/// next page view and redirects back to `kind`'s form. Does nothing for enhanced calls.
+#[cfg(feature = "ssr")]
+async fn flash_form_outcome(
+    kind: &str,
+    values: serde_json::Map<String, serde_json::Value>,
+    outcome: crate::model::settings::FlashOutcome,
+) -> Result<(), crate::server_fns::error::AppError> {
+    use crate::server_fns::guard::{flash_and_redirect, plain_form};
+
+    if !plain_form() {
+        return Ok(());
+    }
+    let state = leptos::prelude::expect_context::<crate::server::state::AppState>();
+    let values = state.sandbox.without_secrets(kind, values);
+    let flash = crate::model::settings::SandboxFlash {
+        kind: kind.to_owned(),
+        values,
+        outcome,
+    };
+    flash_and_redirect(flash, &page_url(kind)).await
+}
+
 /// The sandbox-settings page, showing `kind`'s form.
 pub fn page_url(kind: &str) -> String {
     if kind.is_empty() {

@@ -15,8 +15,8 @@ pub async fn save_sandbox_settings(
     #[server(default)] make_active: Option<String>,
 ) -> Result<SaveOutcome, AppError> {
     use crate::{
-        model::settings::{FlashOutcome, SandboxFlash},
-        server_fns::guard::{flash_and_redirect, internal, plain_form, reject},
+        model::settings::FlashOutcome,
+        server_fns::guard::{internal, reject},
     };
 
     let admin = crate::server_fns::require_admin().await?;
@@ -41,14 +41,6 @@ pub async fn save_sandbox_settings(
         )
         .await
         .map_err(internal)?;
-    if plain_form() {
-        let values = state.sandbox.without_secrets(&kind, values);
-        let flash = SandboxFlash {
-            kind: kind.clone(),
-            values,
-            outcome: FlashOutcome::Save(outcome.clone()),
-        };
-        flash_and_redirect(flash, &super::page_url(&kind)).await?;
-    }
+    super::flash_form_outcome(&kind, values, FlashOutcome::Save(outcome.clone())).await?;
     Ok(outcome)
 }

@@ -10,10 +10,7 @@ pub async fn test_sandbox_connection(
     kind: String,
     #[server(default)] values: HashMap<String, String>,
 ) -> Result<ConnectionReport, AppError> {
-    use crate::{
-        model::settings::{FlashOutcome, SandboxFlash},
-        server_fns::guard::{flash_and_redirect, internal, plain_form},
-    };
+    use crate::{model::settings::FlashOutcome, server_fns::guard::internal};
 
     crate::server_fns::require_admin().await?;
     let state = expect_context::<crate::server::state::AppState>();
@@ -23,14 +20,6 @@ pub async fn test_sandbox_connection(
         .test_connection(&kind, values.clone())
         .await
         .map_err(internal)?;
-    if plain_form() {
-        let values = state.sandbox.without_secrets(&kind, values);
-        let flash = SandboxFlash {
-            kind: kind.clone(),
-            values,
-            outcome: FlashOutcome::Test(report.clone()),
-        };
-        flash_and_redirect(flash, &super::page_url(&kind)).await?;
-    }
+    super::flash_form_outcome(&kind, values, FlashOutcome::Test(report.clone())).await?;
     Ok(report)
 }
