@@ -110,9 +110,12 @@ fn interpreter(config: &LocalConfig, language: Language) -> &str {
     }
 }
 
+/// A container whose `/workspace` is a fresh tmpfs (its files count against the run's memory
+/// limit and never touch the host's disk), with `artifacts_dir` bound at `/workspace/artifacts`
+/// when the run's files are to come back.
 fn container(
     config: &LocalConfig,
-    workspace: &Path,
+    artifacts_dir: Option<&Path>,
     language: Language,
     timeout: Duration,
 ) -> Result<Container, String> {
@@ -128,7 +131,13 @@ fn container(
         .hostname("sandbox")
         .devfsmount("/dev")
         .tmpfsmount("/tmp")
-        .bindmount_rw(&workspace.to_string_lossy(), "/workspace");
+        .tmpfsmount("/workspace");
+    if let Some(dir) = artifacts_dir {
+        container.bindmount_rw(
+            &dir.to_string_lossy(),
+            &format!("/workspace/{}", runner::ARTIFACT_DIR),
+        );
+    }
 
     let cpu_secs = timeout.as_secs() + 1;
     container
@@ -189,16 +198,22 @@ pub fn run(
     timeout: Duration,
     limits: ArtifactLimits,
 ) -> Result<RawRun, String> {
-    let workspace = tempfile::Builder::new()
+    // Only the artifacts folder lives on the host (private, deleted after the run); the code,
+    // the runner and the arguments are written straight into the run's tmpfs.
+    let host = tempfile::Builder::new()
         .prefix("sandbox-console-run-")
         .tempdir()
-        .map_err(|e| format!("cannot create a workspace: {e}"))?;
-    for file in &job.files {
-        std::fs::write(workspace.path().join(file.name), &file.contents)
-            .map_err(|e| format!("cannot write {} into the workspace: {e}", file.name))?;
-    }
+        .map_err(|e| format!("cannot create the artifacts folder: {e}"))?;
+    let artifacts_dir = host.path().join(runner::ARTIFACT_DIR);
+    std::fs::create_dir(&artifacts_dir)
+        .map_err(|e| format!("cannot create the artifacts folder: {e}"))?;
 
-    let container = container(config, workspace.path(), job.language, timeout)?;
+    let mut container = container(config, Some(&artifacts_dir), job.language, timeout)?;
+    for file in &job.files {
+        let text = std::str::from_utf8(&file.contents)
+            .map_err(|_| format!("{} is not UTF-8 text", file.name))?;
+        container.file(&format!("/workspace/{}", file.name), text);
+    }
     let mut command = container.command(interpreter(config, job.language));
     command
         .args(&job.interpreter_args)
@@ -249,7 +264,7 @@ pub fn run(
         stdout_over || stderr_over,
         &stderr,
     );
-    let (artifacts, skipped_artifacts) = runner::collect_artifacts(workspace.path(), limits);
+    let (artifacts, skipped_artifacts) = runner::collect_artifacts(host.path(), limits);
     Ok(RawRun {
         exit_code: status.exit_code,
         stdout,
@@ -334,13 +349,7 @@ fn classify(
 pub fn probe(config: &LocalConfig) -> Result<Map<String, Value>, String> {
     let probe = "import os, socket\n\
                  print(os.getpid(), len(socket.if_nameindex()), os.access('/usr', os.W_OK), os.path.exists('/work'))";
-    let workspace = tempfile::tempdir().map_err(|e| format!("cannot create a workspace: {e}"))?;
-    let container = container(
-        config,
-        workspace.path(),
-        Language::Python,
-        Duration::from_secs(5),
-    )?;
+    let container = container(config, None, Language::Python, Duration::from_secs(5))?;
     let started = Instant::now();
     let output = container
         .command(&config.python_path)

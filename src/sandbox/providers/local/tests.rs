@@ -91,7 +91,8 @@ async fn the_host_stays_out_of_reach() {
                  'tcp': attempt(lambda: socket.create_connection(('1.1.1.1', 80), timeout=1)),\n\
                  'loopback': attempt(lambda: socket.create_connection(('127.0.0.1', 22), timeout=1)),\n\
                  'interfaces': [name for _, name in socket.if_nameindex()],\n\
-                 'pid': os.getpid(),\n    }\n";
+                 'pid': os.getpid(),\n\
+                 'workspace': [line.split()[2] for line in open('/proc/mounts') if line.split()[1] == '/workspace'],\n    }\n";
 
     let result = exec(&p, Language::Python, probe, json!({})).await;
 
@@ -103,6 +104,7 @@ async fn the_host_stays_out_of_reach() {
     assert_eq!(seen["host_files"], false, "{seen}");
     assert_eq!(seen["interfaces"], json!(["lo"]));
     assert_eq!(seen["pid"], 1);
+    assert_eq!(seen["workspace"], json!(["tmpfs"]), "a fresh tmpfs per run");
 }
 
 #[tokio::test]
