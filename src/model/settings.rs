@@ -29,6 +29,8 @@ pub struct SandboxSettings {
     pub active_kind: String,
     /// A fresh health check of the active provider, or why there is none.
     pub active_health: HealthReport,
+    /// Languages the active provider runs (empty when none is running).
+    pub active_languages: Vec<crate::model::execution::Language>,
     pub providers: Vec<ProviderCard>,
 }
 

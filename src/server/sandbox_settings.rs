@@ -178,9 +178,14 @@ impl SandboxService {
                 details: Map::new(),
             },
         };
+        let active_languages = self
+            .active()
+            .map(|(_, p)| p.languages().to_vec())
+            .unwrap_or_default();
         Ok(SandboxSettings {
             active_kind,
             active_health,
+            active_languages,
             providers,
         })
     }

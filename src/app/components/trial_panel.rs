@@ -14,6 +14,8 @@ const SAMPLE_ARGUMENTS: &str = "{\"name\": \"Ada\"}";
 pub fn TrialPanel(
     input: Option<TrialInput>,
     result: Option<Result<ExecutionResult, String>>,
+    /// The active provider's languages.
+    languages: Vec<Language>,
 ) -> impl IntoView {
     let input = input.unwrap_or_else(|| TrialInput {
         language: "python".into(),
@@ -49,7 +51,7 @@ pub fn TrialPanel(
                     <div class="field">
                         <label for="trial-language">"Language"</label>
                         <select id="trial-language" name="language">
-                            {Language::ALL.into_iter().map(|l| {
+                            {languages.into_iter().map(|l| {
                                 let selected = l.id() == input.language;
                                 view! { <option value=l.id() selected=selected>{l.id()}</option> }
                             }).collect_view()}

@@ -128,6 +128,6 @@ fn Settings(
             view! { <ProviderForm card values errors notice/> }
         })}
         {report.map(|report| view! { <ConnectionReportDialog report close_href=page_url(&selected)/> })}
-        <TrialPanel input=trial_input result=trial_result/>
+        <TrialPanel input=trial_input result=trial_result languages=settings.active_languages.clone()/>
     }
 }
