@@ -26,11 +26,12 @@ async fn local_card(app: &TestApp) -> serde_json::Value {
     app.call_ok("sandbox_settings", &[]).await["providers"][0].clone()
 }
 
-const ENDPOINTS: [&str; 4] = [
+const ENDPOINTS: [&str; 5] = [
     "sandbox_settings",
     "save_sandbox_settings",
     "test_sandbox_connection",
     "run_trial",
+    "take_sandbox_flash",
 ];
 
 #[tokio::test]
