@@ -20,8 +20,11 @@ lint:
 	cargo clippy --features ssr --all-targets -- -D warnings
 	cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features hydrate --target-dir target/front -- -D warnings
 
+# The integration tests run one at a time: run concurrently in one process, one of them was
+# seen once to wait forever on a request (see the issue notes); alone, none ever has.
 unit:
-	cargo test --features ssr
+	cargo test --features ssr --lib --bins
+	cargo test --features ssr --test api -- --test-threads=1
 
 e2e:
 	scripts/e2e.sh

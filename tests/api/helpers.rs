@@ -58,6 +58,8 @@ pub async fn spawn_app_in(data_dir: TempDir, customize: impl FnOnce(&mut Config)
 
 fn client_with(jar: Arc<reqwest::cookie::Jar>) -> reqwest::Client {
     reqwest::Client::builder()
+        // A request that hangs fails the test instead of stalling the whole run.
+        .timeout(std::time::Duration::from_secs(60))
         .cookie_provider(jar)
         .redirect(Policy::none())
         .build()

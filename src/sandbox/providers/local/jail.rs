@@ -338,6 +338,7 @@ fn classify(
         "JavaScript heap out of memory",
         "Fatal process OOM",
         "Cannot allocate memory",
+        "allocation failed",
     ];
     memory
         .iter()
