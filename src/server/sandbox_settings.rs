@@ -93,11 +93,15 @@ impl SandboxService {
         Ok(service)
     }
 
-    async fn load_active(&self) -> Result<(), SettingError> {
-        let Some(kind) = system_setting::get(&self.pool, PROVIDER_TYPE)
+    /// The kind `sandbox.provider_type` names, if set.
+    async fn stored_active_kind(&self) -> Result<Option<String>, SettingError> {
+        Ok(system_setting::get(&self.pool, PROVIDER_TYPE)
             .await?
-            .and_then(|s| s.value.as_str().map(str::to_owned))
-        else {
+            .and_then(|s| s.value.as_str().map(str::to_owned)))
+    }
+
+    async fn load_active(&self) -> Result<(), SettingError> {
+        let Some(kind) = self.stored_active_kind().await? else {
             return Ok(());
         };
         let stored = self.stored_values(&kind).await?;
@@ -133,10 +137,7 @@ impl SandboxService {
 
     /// Every registered provider with its schema and saved values; secrets left out.
     pub async fn settings(&self) -> Result<SandboxSettings, SettingError> {
-        let active_kind = system_setting::get(&self.pool, PROVIDER_TYPE)
-            .await?
-            .and_then(|s| s.value.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let active_kind = self.stored_active_kind().await?.unwrap_or_default();
         let mut providers = Vec::new();
         for kind in self.registry.kinds() {
             let info = (kind.info)();
@@ -341,10 +342,7 @@ impl SandboxService {
             .collect();
         settings_audit::record(&self.pool, actor, &name, Some(kind), "save", &changed).await?;
 
-        let was_active = self.active().is_some_and(|(k, _)| k == kind);
-        let current_type = system_setting::get(&self.pool, PROVIDER_TYPE)
-            .await?
-            .and_then(|s| s.value.as_str().map(str::to_owned));
+        let current_type = self.stored_active_kind().await?;
         let becomes_active = make_active && current_type.as_deref() != Some(kind);
         if becomes_active {
             system_setting::put(&self.pool, PROVIDER_TYPE, &json!(kind), actor, None).await?;
@@ -358,7 +356,8 @@ impl SandboxService {
             )
             .await?;
         }
-        let active = was_active || becomes_active || current_type.as_deref() == Some(kind);
+        // The running provider always comes from the stored type, so the stored type decides.
+        let active = becomes_active || current_type.as_deref() == Some(kind);
         if active {
             *self.active.write().expect("active provider lock") = Some(Active {
                 kind: kind.to_owned(),
