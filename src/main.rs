@@ -4,6 +4,7 @@ use clap::Parser;
 use sandbox_console::server::{
     admin_cli,
     config::{Cli, Command},
+    gateway_cli::{self, ExecArgs},
     startup::Application,
     telemetry,
 };
@@ -11,15 +12,49 @@ use sandbox_console::server::{
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    telemetry::init();
-    match cli.command.unwrap_or(Command::Serve) {
+    let command = cli.command.unwrap_or(Command::Serve);
+    if matches!(command, Command::Serve | Command::Admin { .. }) {
+        telemetry::init();
+    } else {
+        telemetry::init_with("warn,libcgroups=error");
+    }
+    let config = &cli.config;
+    let code = match command {
         Command::Serve => {
-            let app = Application::build(cli.config).await?;
+            let app = Application::build(config.clone()).await?;
             // Scripts (and people) read the real address here, also when --listen asked for port 0.
             println!("sandbox-console listening on http://{}", app.local_addr());
             app.run_until_stopped().await?;
+            0
         }
-        Command::Admin { action } => admin_cli::run(&cli.config, action).await?,
-    }
-    Ok(())
+        Command::Admin { action } => {
+            admin_cli::run(config, action).await?;
+            0
+        }
+        Command::Providers { json } => gateway_cli::providers(config, json).await?,
+        Command::Configure {
+            provider,
+            set,
+            from_env,
+            activate,
+        } => gateway_cli::configure(config, &provider, &set, from_env, activate).await?,
+        Command::Exec {
+            file,
+            language,
+            args,
+            timeout,
+            json,
+        } => {
+            let args = ExecArgs {
+                file: &file,
+                language: language.as_deref(),
+                args: args.as_deref(),
+                timeout,
+                json,
+            };
+            gateway_cli::exec(config, args).await?
+        }
+        Command::ApiKey { action } => gateway_cli::api_key(config, action).await?,
+    };
+    std::process::exit(code)
 }

@@ -15,7 +15,7 @@ use leptos_router::{
 
 use components::layout::Layout;
 use pages::{
-    login::LoginPage, not_found::NotFoundPage, overview::OverviewPage,
+    api_keys::ApiKeysPage, login::LoginPage, not_found::NotFoundPage, overview::OverviewPage,
     sandbox_settings::SandboxSettingsPage,
 };
 
@@ -33,6 +33,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
                 <Route path=path!("/") view=|| view! { <Layout><OverviewPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/sandbox-settings") view=|| view! { <Layout><SandboxSettingsPage/></Layout> } ssr=SsrMode::Async/>
+                <Route path=path!("/admin/api-keys") view=|| view! { <Layout><ApiKeysPage/></Layout> } ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }

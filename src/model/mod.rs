@@ -1,6 +1,7 @@
 //! Wasm-safe types shared by the UI, server functions and the server: serde only, no I/O.
 
 pub mod admin;
+pub mod api_key;
 pub mod execution;
 pub mod overview;
 pub mod provider;

@@ -66,6 +66,10 @@ pub struct FieldSpec {
     pub required: bool,
     pub readonly: bool,
     pub group: FieldGroup,
+    /// An environment variable `configure --from-env` reads this field from (besides the
+    /// generic `SANDBOX_<KIND>_<KEY>`), e.g. `AGENTRUN_ACCESS_KEY_ID`.
+    #[serde(default)]
+    pub env: Option<String>,
 }
 
 impl FieldSpec {
@@ -81,7 +85,21 @@ impl FieldSpec {
             required: false,
             readonly: false,
             group: FieldGroup::Runtime,
+            env: None,
         }
+    }
+
+    pub fn env(mut self, variable: &str) -> Self {
+        self.env = Some(variable.into());
+        self
+    }
+
+    /// The environment variables `configure --from-env` reads this field from, in order.
+    pub fn env_names(&self, provider_kind: &str) -> Vec<String> {
+        let generic = format!("SANDBOX_{provider_kind}_{}", self.key)
+            .to_ascii_uppercase()
+            .replace(['-', '.'], "_");
+        self.env.iter().cloned().chain([generic]).collect()
     }
 
     pub fn describe(mut self, text: &str) -> Self {

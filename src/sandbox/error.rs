@@ -26,6 +26,8 @@ pub enum Error {
     Unsupported(Language),
     #[error("the provider failed: {0}")]
     Backend(String),
+    #[error("no sandbox provider is active: save valid settings for one in the sandbox settings")]
+    NoActiveProvider,
 }
 
 impl Error {

@@ -27,6 +27,72 @@ pub enum Command {
         #[command(subcommand)]
         action: AdminAction,
     },
+    /// List the provider kinds and their config schemas.
+    Providers {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate and save a provider's settings (merged over what is saved); nothing is saved
+    /// when a value is invalid.
+    Configure {
+        /// The provider kind, e.g. local.
+        #[arg(long)]
+        provider: String,
+        /// A setting, KEY=VALUE; repeat for more.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Also read settings from the environment: SANDBOX_<KIND>_<KEY> for every field, and
+        /// the provider's own variables (AGENTRUN_* for aliyun_codeinterpreter). --set wins.
+        #[arg(long)]
+        from_env: bool,
+        /// Make this the active provider.
+        #[arg(long)]
+        activate: bool,
+    },
+    /// Run a program through the active provider and print its result. The exit code follows
+    /// the status: 0 success, the program's own code on program_error, 124 timeout, 137 memory
+    /// limit, 125 output or process limit, 75 pool busy, 69 provider failure, 64 bad input.
+    Exec {
+        /// The program; - reads standard input.
+        file: PathBuf,
+        /// python or javascript; guessed from the file extension when absent.
+        #[arg(long)]
+        language: Option<String>,
+        /// Arguments for main(), a JSON object.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Seconds; the provider's own limit applies as well.
+        #[arg(long)]
+        timeout: Option<u32>,
+        /// Print the full result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Manage API keys.
+    ApiKey {
+        #[command(subcommand)]
+        action: ApiKeyAction,
+    },
+}
+
+#[derive(Subcommand, Clone, Debug)]
+pub enum ApiKeyAction {
+    /// Create a key and print it (on standard output, alone: it is shown only now).
+    Create {
+        #[arg(long)]
+        name: String,
+        /// execute, admin; repeat or separate with commas.
+        #[arg(long, value_delimiter = ',', required = true)]
+        scope: Vec<crate::model::api_key::Scope>,
+    },
+    /// List the keys (never the keys themselves).
+    List,
+    /// Revoke the live key with this name.
+    Revoke {
+        #[arg(long)]
+        name: String,
+    },
 }
 
 #[derive(Subcommand, Clone, Debug)]
@@ -123,6 +189,22 @@ pub struct Config {
         global = true
     )]
     pub login_window_secs: u64,
+    /// Requests each API key may make per minute (`/api/v1/*` and `/run`); 0 means no limit.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_API_RATE_LIMIT",
+        default_value_t = 0,
+        global = true
+    )]
+    pub api_rate_limit: u32,
+    /// Largest request body the API accepts, in bytes (larger ones get 413).
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_API_MAX_BODY_BYTES",
+        default_value_t = 4 * 1024 * 1024,
+        global = true
+    )]
+    pub api_max_body_bytes: usize,
 }
 
 impl Config {
@@ -168,6 +250,8 @@ impl std::fmt::Debug for Config {
                 &self.login_max_failures_per_address,
             )
             .field("login_window_secs", &self.login_window_secs)
+            .field("api_rate_limit", &self.api_rate_limit)
+            .field("api_max_body_bytes", &self.api_max_body_bytes)
             .finish()
     }
 }

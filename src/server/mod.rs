@@ -1,11 +1,13 @@
 //! The ssr-only host: configuration, startup, state, database, authentication and routes.
 
 pub mod admin_cli;
+pub mod api;
 pub mod assets;
 pub mod auth;
 pub mod config;
 pub mod db;
 pub mod flash;
+pub mod gateway_cli;
 pub mod health;
 pub mod sandbox_settings;
 pub mod secrets;

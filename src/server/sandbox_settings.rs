@@ -20,6 +20,7 @@ use crate::{
     sandbox::{registry::Registry, Error as SandboxError, SandboxProvider},
     server::{
         db::{
+            execution::{self, Caller, NewExecution},
             settings_audit,
             system_setting::{self, SettingError},
         },
@@ -44,11 +45,22 @@ struct Active {
     provider: Arc<dyn SandboxProvider>,
 }
 
+/// Versions of `sandbox.provider_type` and of the active provider's settings row.
+type Fingerprint = Option<(i64, i64)>;
+
+/// What the running provider should be: nothing changed since it was built, or rebuild it.
+struct Loaded {
+    active: RwLock<Option<Active>>,
+    /// The stored settings last loaded (also when nothing could be built from them), to
+    /// notice changes made by another process.
+    seen: RwLock<Fingerprint>,
+}
+
 pub struct SandboxService {
     pool: SqlitePool,
     registry: Registry,
     secrets: SecretBox,
-    active: RwLock<Option<Active>>,
+    loaded: Loaded,
 }
 
 impl std::fmt::Debug for SandboxService {
@@ -72,7 +84,10 @@ impl SandboxService {
             pool,
             registry,
             secrets,
-            active: RwLock::new(None),
+            loaded: Loaded {
+                active: RwLock::new(None),
+                seen: RwLock::new(None),
+            },
         };
         if system_setting::get(&service.pool, PROVIDER_TYPE)
             .await?
@@ -94,14 +109,39 @@ impl SandboxService {
     }
 
     /// The kind `sandbox.provider_type` names, if set.
-    async fn stored_active_kind(&self) -> Result<Option<String>, SettingError> {
+    pub async fn stored_active_kind(&self) -> Result<Option<String>, SettingError> {
         Ok(system_setting::get(&self.pool, PROVIDER_TYPE)
             .await?
             .and_then(|s| s.value.as_str().map(str::to_owned)))
     }
 
+    /// The stored versions the active provider depends on.
+    async fn fingerprint(&self) -> Result<Fingerprint, SettingError> {
+        let Some(setting) = system_setting::get(&self.pool, PROVIDER_TYPE).await? else {
+            return Ok(None);
+        };
+        let kind = setting.value.as_str().unwrap_or_default();
+        let settings = system_setting::get(&self.pool, &setting_name(kind))
+            .await?
+            .map_or(0, |s| s.version);
+        Ok(Some((setting.version, settings)))
+    }
+
+    /// Rebuilds the active provider when its stored settings changed behind our back (saved
+    /// by the CLI or by another console on the same database). Two small reads per call.
+    async fn refresh(&self) -> Result<(), SettingError> {
+        let now = self.fingerprint().await?;
+        if *self.loaded.seen.read().expect("fingerprint lock") != now {
+            self.load_active().await?;
+        }
+        Ok(())
+    }
+
     async fn load_active(&self) -> Result<(), SettingError> {
+        let built_from = self.fingerprint().await?;
+        *self.loaded.seen.write().expect("fingerprint lock") = built_from;
         let Some(kind) = self.stored_active_kind().await? else {
+            *self.loaded.active.write().expect("active provider lock") = None;
             return Ok(());
         };
         let stored = self.stored_values(&kind).await?;
@@ -109,7 +149,7 @@ impl SandboxService {
             Ok(config) => self.registry.build(&kind, &config),
             Err(message) => Err(SandboxError::Backend(message)),
         };
-        let mut active = self.active.write().expect("active provider lock");
+        let mut active = self.loaded.active.write().expect("active provider lock");
         *active = match built {
             Ok(provider) => Some(Active { kind, provider }),
             Err(error) => {
@@ -127,9 +167,31 @@ impl SandboxService {
             .unwrap_or_default())
     }
 
+    /// Every registered provider, in registry order.
+    pub fn provider_infos(&self) -> Vec<crate::model::provider::ProviderInfo> {
+        self.registry.kinds().map(|k| (k.info)()).collect()
+    }
+
+    /// A registered provider's schema.
+    pub fn schema_of(&self, kind: &str) -> Option<crate::model::schema::ConfigSchema> {
+        self.registry.get(kind).ok().map(|k| (k.schema)())
+    }
+
+    /// A provider's saved values (its defaults when never saved), secret fields left out.
+    pub async fn public_config(&self, kind: &str) -> Result<Map<String, Value>, SettingError> {
+        let Some(schema) = self.schema_of(kind) else {
+            return Ok(Map::new());
+        };
+        let values = match system_setting::get(&self.pool, &setting_name(kind)).await? {
+            Some(setting) => setting.value.as_object().cloned().unwrap_or_default(),
+            None => schema.normalize(&Map::new()).unwrap_or_default(),
+        };
+        Ok(self.without_secrets(kind, values))
+    }
+
     /// The provider that runs code now, if any.
     pub fn active(&self) -> Option<(String, Arc<dyn SandboxProvider>)> {
-        let active = self.active.read().expect("active provider lock");
+        let active = self.loaded.active.read().expect("active provider lock");
         active
             .as_ref()
             .map(|a| (a.kind.clone(), a.provider.clone()))
@@ -137,6 +199,7 @@ impl SandboxService {
 
     /// Every registered provider with its schema and saved values; secrets left out.
     pub async fn settings(&self) -> Result<SandboxSettings, SettingError> {
+        self.refresh().await?;
         let active_kind = self.stored_active_kind().await?.unwrap_or_default();
         let mut providers = Vec::new();
         for kind in self.registry.kinds() {
@@ -288,12 +351,14 @@ impl SandboxService {
 
     /// Validates and saves a provider's settings; with `make_active`, also makes it the active
     /// provider. Nothing is saved on any error. Saving the active provider rebuilds it.
+    /// `expected_version` (optimistic locking) is the version the form was opened at, `Some(None)`
+    /// for a provider never saved; `None` overwrites whatever is stored (API and CLI).
     pub async fn save(
         &self,
         actor: &str,
         kind: &str,
         values: Map<String, Value>,
-        expected_version: Option<i64>,
+        expected_version: Option<Option<i64>>,
         make_active: bool,
     ) -> Result<SaveOutcome, SettingError> {
         let provider_kind = match self.registry.get(kind) {
@@ -320,7 +385,7 @@ impl SandboxService {
         let stored = self.stored_values(kind).await?;
         let before = self.open_secrets(kind, stored.clone()).unwrap_or(stored);
         let sealed = Value::Object(self.seal_secrets(kind, normalized.clone()));
-        let saved = match system_setting::put(&self.pool, &name, &sealed, actor, Some(expected_version)).await {
+        let saved = match system_setting::put(&self.pool, &name, &sealed, actor, expected_version).await {
             Ok(saved) => saved,
             Err(SettingError::Conflict { current, .. }) => {
                 return Ok(SaveOutcome::Conflict {
@@ -359,7 +424,9 @@ impl SandboxService {
         // The running provider always comes from the stored type, so the stored type decides.
         let active = becomes_active || current_type.as_deref() == Some(kind);
         if active {
-            *self.active.write().expect("active provider lock") = Some(Active {
+            let built_from = self.fingerprint().await?;
+            *self.loaded.seen.write().expect("fingerprint lock") = built_from;
+            *self.loaded.active.write().expect("active provider lock") = Some(Active {
                 kind: kind.to_owned(),
                 provider,
             });
@@ -376,6 +443,7 @@ impl SandboxService {
         &self,
         kind: &str,
         values: Map<String, Value>,
+        caller: &Caller,
     ) -> Result<ConnectionReport, SettingError> {
         let started = Instant::now();
         let mut report = ConnectionReport {
@@ -428,7 +496,9 @@ impl SandboxService {
             arguments: Map::from_iter([("probe".to_owned(), json!("ok"))]),
             timeout_secs: None,
         };
-        match run_once(provider.as_ref(), &request).await {
+        let outcome = run_once(provider.as_ref(), &request).await;
+        self.record(caller, kind, &request, &outcome).await;
+        match outcome {
             Ok(result) => {
                 report.passed = result.status == ExecStatus::Success
                     && result.result.value == json!({ "probe": "ok" });
@@ -453,19 +523,72 @@ impl SandboxService {
         Ok(finish(report, started))
     }
 
-    /// Runs code through the active provider.
-    pub async fn execute(&self, request: &ExecRequest) -> Result<ExecutionResult, SandboxError> {
-        let (kind, provider) = self.active().ok_or_else(|| {
-            SandboxError::Backend(
-                "no sandbox provider is active; configure one in the sandbox settings".into(),
-            )
-        })?;
+    /// Runs code through the active provider, and records the run for `caller`.
+    pub async fn execute(
+        &self,
+        request: &ExecRequest,
+        caller: &Caller,
+    ) -> Result<ExecutionResult, SandboxError> {
+        if let Err(error) = self.refresh().await {
+            tracing::warn!(%error, "could not check the stored sandbox settings; running with the loaded ones");
+        }
+        let (kind, provider) = self.active().ok_or(SandboxError::NoActiveProvider)?;
         if !provider.languages().contains(&request.language) {
             return Err(SandboxError::Unsupported(request.language));
         }
-        let mut result = run_once(provider.as_ref(), request).await?;
-        result.metadata.insert("provider".into(), json!(kind));
-        Ok(result)
+        let mut outcome = run_once(provider.as_ref(), request).await;
+        if let Ok(result) = &mut outcome {
+            result.metadata.insert("provider".into(), json!(kind));
+        }
+        self.record(caller, &kind, request, &outcome).await;
+        outcome
+    }
+
+    /// Writes the history row of one run. A failure to record is logged, never fatal: the
+    /// caller still gets its result.
+    async fn record(
+        &self,
+        caller: &Caller,
+        kind: &str,
+        request: &ExecRequest,
+        outcome: &Result<ExecutionResult, SandboxError>,
+    ) {
+        let input_bytes =
+            request.code.len() + serde_json::to_string(&request.arguments).map_or(0, |a| a.len());
+        let (status, exit_code, duration_ms, output_bytes, error) = match outcome {
+            Ok(result) => (
+                serde_json::to_value(result.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                result.exit_code,
+                result.wall_time_ms,
+                result.stdout.len()
+                    + result.stderr.len()
+                    + result
+                        .artifacts
+                        .iter()
+                        .map(|a| a.size as usize)
+                        .sum::<usize>(),
+                None,
+            ),
+            Err(error) => ("error".to_owned(), None, 0, 0, Some(error.to_string())),
+        };
+        let row = NewExecution {
+            caller,
+            provider: kind,
+            language: request.language.id(),
+            status: &status,
+            exit_code,
+            duration_ms,
+            code: &request.code,
+            input_bytes,
+            output_bytes,
+            error: error.as_deref(),
+        };
+        if let Err(error) = execution::record(&self.pool, &row).await {
+            tracing::warn!(%error, "could not record an execution in the history");
+        }
     }
 }
 
@@ -621,7 +744,7 @@ mod tests {
             .unwrap();
 
         let first = service
-            .save("admin", "vault", form("https://a", TOKEN), None, true)
+            .save("admin", "vault", form("https://a", TOKEN), Some(None), true)
             .await
             .unwrap();
 
@@ -649,7 +772,13 @@ mod tests {
         assert_eq!(settings.providers[0].secrets_set, ["token"]);
 
         let second = service
-            .save("admin", "vault", form("https://b", ""), Some(1), false)
+            .save(
+                "admin",
+                "vault",
+                form("https://b", ""),
+                Some(Some(1)),
+                false,
+            )
             .await
             .unwrap();
 
@@ -667,7 +796,11 @@ mod tests {
         let audit = settings_audit::recent(&pool, 1).await.unwrap();
         assert_eq!(audit[0].changed_keys, r#"["endpoint"]"#);
         let report = service
-            .test_connection("vault", form("https://c", ""))
+            .test_connection(
+                "vault",
+                form("https://c", ""),
+                &Caller::admin("admin", "test_connection"),
+            )
             .await
             .unwrap();
         assert_eq!(

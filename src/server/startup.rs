@@ -32,6 +32,7 @@ use crate::{
     app::{shell, App},
     sandbox::providers,
     server::{
+        api::{self, auth::ApiLimiter},
         assets,
         auth::{account, gate::gate, password, rate_limit::LoginLimiter, routes, session},
         config::Config,
@@ -51,6 +52,14 @@ pub struct Application {
 
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
+        Self::build_with_registry(config, providers::registry()).await
+    }
+
+    /// `build` with the given providers; tests add fakes of SaaS providers this way.
+    pub async fn build_with_registry(
+        config: Config,
+        registry: crate::sandbox::registry::Registry,
+    ) -> anyhow::Result<Self> {
         let url = config.database_url();
         let pool = open_database(&config).await?;
 
@@ -67,7 +76,7 @@ impl Application {
         password::warm_up().await;
         let secrets = SecretBox::load(&config.data_dir, config.secret_key.as_deref())
             .context("cannot load the key that encrypts stored secrets")?;
-        let sandbox = SandboxService::start(pool.clone(), providers::registry(), secrets)
+        let sandbox = SandboxService::start(pool.clone(), registry, secrets)
             .await
             .context("cannot load the sandbox settings")?;
 
@@ -96,6 +105,7 @@ impl Application {
                 config.login_max_failures_per_address,
                 Duration::from_secs(config.login_window_secs),
             )),
+            api_limiter: Arc::new(ApiLimiter::new(config.api_rate_limit)),
             sandbox: Arc::new(sandbox),
             started: (Instant::now(), SystemTime::now()),
         };
@@ -104,7 +114,7 @@ impl Application {
             .with_table_name(db::SESSION_TABLE)
             .map_err(anyhow::Error::msg)?;
         let sessions = session::layer(store, config.secure_cookies, config.session_idle_minutes);
-        let router = router(state.clone()).layer(sessions);
+        let router = router(state.clone(), config.api_max_body_bytes).layer(sessions);
         let session_sweeper = tokio::spawn(sweep_expired_sessions(pool));
         Ok(Self {
             listener,
@@ -172,7 +182,7 @@ pub async fn open_database(config: &Config) -> anyhow::Result<sqlx::SqlitePool> 
     Ok(pool)
 }
 
-fn router(state: AppState) -> Router<()> {
+fn router(state: AppState, api_max_body_bytes: usize) -> Router<()> {
     let routes = generate_route_list(App);
     let context = {
         let state = state.clone();
@@ -182,8 +192,9 @@ fn router(state: AppState) -> Router<()> {
         let options = state.leptos_options.clone();
         move || shell(options.clone())
     };
+    let (api, _) = api::routes(api_max_body_bytes);
     Router::new()
-        .route("/healthz", get(health::healthz))
+        .merge(api)
         .route("/readyz", get(health::readyz))
         .route("/auth/login", post(routes::login))
         .route("/auth/logout", post(routes::logout))
@@ -215,6 +226,9 @@ fn add_outer_layers(router: Router) -> Router {
 async fn fallback(State(state): State<AppState>, request: Request) -> Response {
     if let Some(file) = assets::serve(request.uri().path(), request.headers()) {
         return file;
+    }
+    if api::owns(request.uri().path()) {
+        return api::not_found().await.into_response();
     }
     let options = state.leptos_options.clone();
     let render = leptos_axum::render_app_async_with_context(

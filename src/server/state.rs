@@ -13,7 +13,9 @@ use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 
 use crate::{
     model::overview::SystemOverview,
-    server::{auth::rate_limit::LoginLimiter, db, sandbox_settings::SandboxService},
+    server::{
+        api::auth::ApiLimiter, auth::rate_limit::LoginLimiter, db, sandbox_settings::SandboxService,
+    },
 };
 
 #[derive(Clone, Debug)]
@@ -21,6 +23,8 @@ pub struct AppState {
     pub pool: SqlitePool,
     pub leptos_options: LeptosOptions,
     pub login_limiter: Arc<LoginLimiter>,
+    /// Requests per API key per minute.
+    pub api_limiter: Arc<ApiLimiter>,
     pub sandbox: Arc<SandboxService>,
     /// The SQLite file, watched by `/readyz`; `None` for in-memory databases.
     pub database_file: Option<PathBuf>,

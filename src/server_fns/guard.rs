@@ -57,15 +57,27 @@ pub(crate) fn plain_form() -> bool {
 /// Session key of the sandbox page's one-time outcome.
 pub(crate) const SANDBOX_FLASH: &str = "sandbox_flash";
 
-/// Stores `flash` for the next page view and redirects a plain form post to `target`.
+/// Session key of the API-keys page's one-time outcome.
+pub(crate) const API_KEY_FLASH: &str = "api_key_flash";
+
+/// Stores the sandbox page's `flash` for its next view and redirects a plain form post.
 pub(crate) async fn flash_and_redirect(
     flash: crate::model::settings::SandboxFlash,
+    target: &str,
+) -> Result<(), AppError> {
+    flash_to(SANDBOX_FLASH, &flash, target).await
+}
+
+/// Stores `flash` under `key` for the next page view and redirects to `target`.
+pub(crate) async fn flash_to<T: serde::Serialize>(
+    key: &str,
+    flash: &T,
     target: &str,
 ) -> Result<(), AppError> {
     let session = leptos_axum::extract::<tower_sessions::Session>()
         .await
         .map_err(internal)?;
-    crate::server::flash::put(&session, SANDBOX_FLASH, &flash)
+    crate::server::flash::put(&session, key, flash)
         .await
         .map_err(internal)?;
     leptos_axum::redirect(target);

@@ -1,6 +1,7 @@
 //! `#[server]` functions: one per file, grouped by area. Each one first checks the admin
 //! session (`require_admin()`), then makes one call into the server layer.
 
+pub mod api_keys;
 pub mod auth;
 pub mod error;
 pub mod sandbox;

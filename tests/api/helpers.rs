@@ -3,7 +3,10 @@
 use std::sync::Arc;
 
 use reqwest::{cookie::CookieStore, redirect::Policy, Response, Url};
-use sandbox_console::server::{config::Config, startup::Application};
+use sandbox_console::{
+    sandbox::{providers, registry::Registry},
+    server::{config::Config, startup::Application},
+};
 use sqlx::SqlitePool;
 use tempfile::TempDir;
 
@@ -38,9 +41,23 @@ pub async fn spawn_app_with(customize: impl FnOnce(&mut Config)) -> TestApp {
 }
 
 pub async fn spawn_app_in(data_dir: TempDir, customize: impl FnOnce(&mut Config)) -> TestApp {
+    spawn_app_full(data_dir, customize, providers::registry()).await
+}
+
+/// The application with the product's providers plus the test tree's `scripted` provider.
+pub async fn spawn_app_with_scripted(customize: impl FnOnce(&mut Config)) -> TestApp {
+    let registry = providers::registry().register(crate::scripted::kind());
+    spawn_app_full(tempfile::tempdir().unwrap(), customize, registry).await
+}
+
+async fn spawn_app_full(
+    data_dir: TempDir,
+    customize: impl FnOnce(&mut Config),
+    registry: Registry,
+) -> TestApp {
     let mut config = test_config(&data_dir);
     customize(&mut config);
-    let app = Application::build(config)
+    let app = Application::build_with_registry(config, registry)
         .await
         .expect("the application builds");
     let address = format!("http://127.0.0.1:{}", app.port());
@@ -164,4 +181,45 @@ pub fn location(response: &Response) -> String {
         .get("location")
         .map(|v| v.to_str().unwrap().to_owned())
         .unwrap_or_default()
+}
+
+impl TestApp {
+    /// Creates an API key with `scopes` (comma-separated) through the console, as an admin.
+    pub async fn api_key(&self, name: &str, scopes: &[&str]) -> String {
+        let admin = TestApp::sibling(self);
+        admin.login().await;
+        let mut form = vec![("name", name)];
+        form.extend(scopes.iter().map(|s| (*s, "on")));
+        let created = admin.call_ok("create_api_key", &form).await;
+        created["key"].as_str().unwrap().to_owned()
+    }
+
+    /// A second client on the same server, with its own cookies.
+    pub fn sibling(&self) -> TestApp {
+        let jar = Arc::new(reqwest::cookie::Jar::default());
+        TestApp {
+            address: self.address.clone(),
+            pool: self.pool.clone(),
+            data_dir: tempfile::tempdir().unwrap(),
+            client: client_with(jar.clone()),
+            jar,
+        }
+    }
+
+    /// POSTs `body` as JSON to `path` with `key` as a bearer token (none when empty).
+    pub async fn post_json(&self, path: &str, key: &str, body: &serde_json::Value) -> Response {
+        let mut request = self.client.post(self.url(path)).json(body);
+        if !key.is_empty() {
+            request = request.bearer_auth(key);
+        }
+        request.send().await.expect("POST")
+    }
+
+    pub async fn get_with_key(&self, path: &str, key: &str) -> Response {
+        let mut request = self.client.get(self.url(path));
+        if !key.is_empty() {
+            request = request.bearer_auth(key);
+        }
+        request.send().await.expect("GET")
+    }
 }

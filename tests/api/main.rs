@@ -1,11 +1,17 @@
 //! Integration tests: each one starts the real application on port 0 with its own SQLite file.
 
 mod admin_cli;
+mod api_keys;
 mod assets;
 mod auth;
 mod database;
+mod gateway;
+mod gateway_cli;
 mod health;
 mod helpers;
 mod pages;
+mod ragflow_admin;
+mod ragflow_run;
 mod sandbox_settings;
+mod scripted;
 mod system_setting;

@@ -1,5 +1,6 @@
 //! One file per page.
 
+pub mod api_keys;
 pub mod login;
 pub mod not_found;
 pub mod overview;

@@ -1,6 +1,8 @@
 //! The gate in front of every route: public paths pass, everything else needs a signed-in
 //! admin. Anonymous page visits are sent to the sign-in page (and back afterwards); anonymous
-//! server-function and API calls get 401. Signed-in requests carry an `AdminInfo` extension.
+//! server-function calls get 401. Signed-in requests carry an `AdminInfo` extension.
+//! The key-authenticated API (`/api/*`, `/run`) passes on: each of its handlers checks the
+//! API key (or, for the OpenAPI document, the admin extension) itself.
 
 use axum::{
     extract::{Request, State},
@@ -12,7 +14,7 @@ use axum::{
 use serde_json::json;
 use tower_sessions::Session;
 
-use crate::server::{assets, auth::session, state::AppState};
+use crate::server::{api, assets, auth::session, state::AppState};
 
 /// Paths anyone may request: the sign-in flow, probes, and the site's static files.
 fn is_public(path: &str) -> bool {
@@ -24,7 +26,7 @@ fn is_public(path: &str) -> bool {
 
 /// Paths answered with 401 instead of a redirect: machine callers, not people.
 fn is_api(path: &str) -> bool {
-    path.starts_with("/rpc/") || path.starts_with("/api/")
+    path.starts_with("/rpc/")
 }
 
 pub async fn gate(
@@ -59,7 +61,7 @@ pub async fn gate(
             request.extensions_mut().insert(admin);
             next.run(request).await
         }
-        None if path == "/login" => next.run(request).await,
+        None if path == "/login" || api::owns(&path) => next.run(request).await,
         None if is_api(&path) => unauthenticated(),
         None if matches!(*request.method(), Method::GET | Method::HEAD) => {
             let target = request.uri().path_and_query().map_or("/", |pq| pq.as_str());

@@ -1,6 +1,8 @@
 //! Database access: connecting, migrating, and one small repository module per table.
 
 pub mod admin_user;
+pub mod api_key;
+pub mod execution;
 pub mod settings_audit;
 pub mod system_setting;
 

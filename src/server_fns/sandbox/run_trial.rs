@@ -19,14 +19,14 @@ pub async fn run_trial(
         server_fns::guard::{flash_and_redirect, plain_form, reject},
     };
 
-    crate::server_fns::require_admin().await?;
+    let admin = crate::server_fns::require_admin().await?;
     let input = TrialInput {
         language,
         code,
         arguments,
         timeout_secs,
     };
-    let result = run(&input).await;
+    let result = run(&input, &admin.username).await;
     if plain_form() {
         let state = expect_context::<crate::server::state::AppState>();
         let kind = state
@@ -51,8 +51,11 @@ pub async fn run_trial(
 }
 
 #[cfg(feature = "ssr")]
-async fn run(input: &crate::model::settings::TrialInput) -> Result<ExecutionResult, AppError> {
-    use crate::model::execution::ExecRequest;
+async fn run(
+    input: &crate::model::settings::TrialInput,
+    admin: &str,
+) -> Result<ExecutionResult, AppError> {
+    use crate::{model::execution::ExecRequest, server::db::execution::Caller};
 
     let bad = |message: String| AppError::BadRequest(message);
     let language = input.language.parse().map_err(bad)?;
@@ -91,7 +94,7 @@ async fn run(input: &crate::model::settings::TrialInput) -> Result<ExecutionResu
     };
     state
         .sandbox
-        .execute(&request)
+        .execute(&request, &Caller::admin(admin, "trial"))
         .await
         .map_err(|e| AppError::Provider(e.to_string()))
 }

@@ -36,7 +36,7 @@ pub async fn save_sandbox_settings(
             &admin.username,
             &kind,
             values.clone(),
-            expected_version,
+            Some(expected_version),
             make_active.is_some(),
         )
         .await

@@ -12,12 +12,16 @@ pub async fn test_sandbox_connection(
 ) -> Result<ConnectionReport, AppError> {
     use crate::{model::settings::FlashOutcome, server_fns::guard::internal};
 
-    crate::server_fns::require_admin().await?;
+    let admin = crate::server_fns::require_admin().await?;
     let state = expect_context::<crate::server::state::AppState>();
     let values = super::form_values(values);
     let report = state
         .sandbox
-        .test_connection(&kind, values.clone())
+        .test_connection(
+            &kind,
+            values.clone(),
+            &crate::server::db::execution::Caller::admin(&admin.username, "test_connection"),
+        )
         .await
         .map_err(internal)?;
     super::flash_form_outcome(&kind, values, FlashOutcome::Test(report.clone())).await?;

@@ -1,0 +1,176 @@
+//! API-key authentication and per-key rate limits for the REST API and the RAGFlow-compatible
+//! endpoints. Keys come as `Authorization: Bearer <key>`, `X-Sandbox-Token: <key>` (RAGFlow's
+//! executor-manager token header) or a bare `Authorization: <key>` (RAGFlow's admin client).
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use axum::http::{header, HeaderMap};
+
+use crate::{
+    model::api_key::{ApiKeyInfo, Scope},
+    server::{db::api_key, state::AppState},
+};
+
+/// Why a request was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// No key, or a key that is unknown or revoked: 401.
+    Unauthenticated(&'static str),
+    /// A live key without the scope: 403.
+    Forbidden(Scope),
+    /// Over the per-key rate limit: 429.
+    RateLimited(Duration),
+    /// The key store cannot be read: 503.
+    Unavailable,
+}
+
+impl Refusal {
+    pub fn message(&self) -> String {
+        match self {
+            Refusal::Unauthenticated(why) => (*why).to_owned(),
+            Refusal::Forbidden(scope) => {
+                format!("this API key lacks the '{scope}' scope")
+            }
+            Refusal::RateLimited(wait) => format!(
+                "this API key made too many requests; retry in {} s",
+                wait.as_secs().max(1)
+            ),
+            Refusal::Unavailable => "the key store is unavailable; retry shortly".into(),
+        }
+    }
+}
+
+/// The key a request carries, if any.
+pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
+    let from_authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            let v = v.trim();
+            match v.split_once(' ') {
+                Some((scheme, key)) if scheme.eq_ignore_ascii_case("bearer") => key.trim(),
+                _ => v,
+            }
+        });
+    from_authorization
+        .or_else(|| {
+            headers
+                .get("x-sandbox-token")
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+        })
+        .filter(|k| !k.is_empty())
+}
+
+/// The live key behind this request, if it has `scope` and is within its rate limit.
+pub async fn authorize(
+    state: &AppState,
+    headers: &HeaderMap,
+    scope: Scope,
+) -> Result<ApiKeyInfo, Refusal> {
+    authorize_any(state, headers, &[scope]).await
+}
+
+/// As `authorize`, for endpoints any of `scopes` may use.
+pub async fn authorize_any(
+    state: &AppState,
+    headers: &HeaderMap,
+    scopes: &[Scope],
+) -> Result<ApiKeyInfo, Refusal> {
+    let key = presented_key(headers).ok_or(Refusal::Unauthenticated(
+        "send an API key as 'Authorization: Bearer <key>'",
+    ))?;
+    let info = api_key::authenticate(&state.pool, key)
+        .await
+        .map_err(|error| {
+            tracing::error!(%error, "could not read the API keys");
+            Refusal::Unavailable
+        })?
+        .ok_or(Refusal::Unauthenticated(
+            "the API key is unknown or was revoked",
+        ))?;
+    if !scopes.iter().any(|s| info.scopes.contains(s)) {
+        return Err(Refusal::Forbidden(scopes[0]));
+    }
+    state
+        .api_limiter
+        .check(info.id)
+        .map_err(Refusal::RateLimited)?;
+    Ok(info)
+}
+
+/// A sliding one-minute window of requests per key. `0` per minute turns it off.
+#[derive(Debug)]
+pub struct ApiLimiter {
+    per_minute: u32,
+    seen: Mutex<HashMap<i64, VecDeque<Instant>>>,
+}
+
+const WINDOW: Duration = Duration::from_secs(60);
+
+impl ApiLimiter {
+    pub fn new(per_minute: u32) -> Self {
+        ApiLimiter {
+            per_minute,
+            seen: Mutex::default(),
+        }
+    }
+
+    /// Counts one request for `key_id`; `Err(wait)` when the key has used up its minute.
+    pub fn check(&self, key_id: i64) -> Result<(), Duration> {
+        if self.per_minute == 0 {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let mut seen = self.seen.lock().expect("API limiter lock");
+        let times = seen.entry(key_id).or_default();
+        while times.front().is_some_and(|t| now - *t >= WINDOW) {
+            times.pop_front();
+        }
+        if times.len() >= self.per_minute as usize {
+            let oldest = times.front().copied().unwrap_or(now);
+            return Err(WINDOW
+                .saturating_sub(now - oldest)
+                .max(Duration::from_secs(1)));
+        }
+        times.push_back(now);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    #[test]
+    fn keys_are_read_from_each_header_form() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(presented_key(&headers), None);
+        headers.insert("x-sandbox-token", HeaderValue::from_static("sck_b"));
+        assert_eq!(presented_key(&headers), Some("sck_b"));
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("sck_bare"));
+        assert_eq!(presented_key(&headers), Some("sck_bare"));
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("bearer  sck_a"),
+        );
+        assert_eq!(presented_key(&headers), Some("sck_a"));
+    }
+
+    #[test]
+    fn the_limiter_refuses_past_the_limit_per_key() {
+        let limiter = ApiLimiter::new(2);
+        assert!(limiter.check(1).is_ok());
+        assert!(limiter.check(1).is_ok());
+        let wait = limiter.check(1).unwrap_err();
+        assert!(wait > Duration::from_secs(50), "{wait:?}");
+        assert!(limiter.check(2).is_ok(), "other keys keep their own budget");
+        assert!(ApiLimiter::new(0).check(1).is_ok());
+    }
+}

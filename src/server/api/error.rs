@@ -1,0 +1,236 @@
+//! `ApiError`: the one error type of the REST API, answered as `{"error": {"kind", "message"}}`
+//! with a real HTTP status. 5xx bodies say what failed, never internals; details go to the log.
+
+use std::time::Duration;
+
+use axum::{
+    extract::rejection::BytesRejection,
+    http::{header, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::Serialize;
+use serde_json::json;
+use utoipa::ToSchema;
+
+use crate::sandbox::Error as SandboxError;
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub kind: &'static str,
+    pub message: String,
+    pub retry_after: Option<Duration>,
+    /// For the log only.
+    pub detail: Option<String>,
+}
+
+/// The body of every error answer.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable kind: `invalid_input`, `unauthenticated`, `forbidden`,
+    /// `payload_too_large`, `rate_limited`, `pool_busy`, `provider_unreachable`,
+    /// `provider_failed`, `provider_timeout`, `no_active_provider`, `not_found`, `internal`.
+    pub kind: String,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            kind,
+            message: message.into(),
+            retry_after: None,
+            detail: None,
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_input", message)
+    }
+
+    pub fn internal(detail: impl std::fmt::Display) -> Self {
+        let mut error = Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "something went wrong on the server; the server log has the details",
+        );
+        error.detail = Some(detail.to_string());
+        error
+    }
+
+    pub fn rate_limited(retry_after: Duration) -> Self {
+        let mut error = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!(
+                "this API key made too many requests; retry in {} s",
+                retry_after.as_secs().max(1)
+            ),
+        );
+        error.retry_after = Some(retry_after);
+        error
+    }
+
+    /// An unreadable body: too large (413) or not received in full (400).
+    pub fn body(rejection: BytesRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Self::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "the request body is larger than this server accepts",
+            )
+        } else {
+            Self::invalid(format!("the request body could not be read: {rejection}"))
+        }
+    }
+}
+
+impl From<SandboxError> for ApiError {
+    fn from(error: SandboxError) -> Self {
+        let detail = error.to_string();
+        let mut api = match &error {
+            SandboxError::PoolBusy { retry_after } => {
+                let mut busy = Self::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "pool_busy",
+                    format!(
+                        "every sandbox is busy; retry in {} s",
+                        retry_after.as_secs().max(1)
+                    ),
+                );
+                busy.retry_after = Some(*retry_after);
+                busy
+            }
+            SandboxError::Unsupported(language) => {
+                Self::invalid(format!("the active provider does not run {language}"))
+            }
+            SandboxError::Timeout(after) => Self::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "provider_timeout",
+                format!(
+                    "the sandbox provider did not answer within {} s",
+                    after.as_secs()
+                ),
+            ),
+            SandboxError::Unreachable(_) => Self::new(
+                StatusCode::BAD_GATEWAY,
+                "provider_unreachable",
+                "the sandbox provider cannot be reached",
+            ),
+            SandboxError::Unauthenticated(_) => Self::new(
+                StatusCode::BAD_GATEWAY,
+                "provider_failed",
+                "the sandbox provider refused the console's credentials; an admin must fix the sandbox settings",
+            ),
+            SandboxError::Backend(_) => Self::new(
+                StatusCode::BAD_GATEWAY,
+                "provider_failed",
+                "the sandbox provider failed to run the code",
+            ),
+            SandboxError::NoActiveProvider => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "no_active_provider",
+                "no sandbox provider is active; an admin must save valid sandbox settings",
+            ),
+            SandboxError::UnknownKind { .. } | SandboxError::ConfigInvalid { .. } => {
+                Self::internal(&detail)
+            }
+        };
+        api.detail = Some(detail);
+        api
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::error!(
+                kind = self.kind,
+                detail = self.detail.as_deref().unwrap_or(""),
+                "API request failed"
+            );
+        }
+        let body = json!({ "error": { "kind": self.kind, "message": self.message } });
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(wait) = self.retry_after {
+            let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from_str(&secs.to_string()).expect("digits are a valid header"),
+            );
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_errors_map_to_gateway_statuses() {
+        let cases = [
+            (
+                SandboxError::PoolBusy {
+                    retry_after: Duration::from_millis(1500),
+                },
+                429,
+            ),
+            (SandboxError::Timeout(Duration::from_secs(30)), 504),
+            (SandboxError::Unreachable("refused".into()), 502),
+            (SandboxError::Unauthenticated("401".into()), 502),
+            (SandboxError::Backend("boom".into()), 502),
+            (SandboxError::NoActiveProvider, 503),
+            (
+                SandboxError::Unsupported(crate::model::execution::Language::Javascript),
+                400,
+            ),
+        ];
+        for (error, status) in cases {
+            let api = ApiError::from(error);
+            assert_eq!(api.status.as_u16(), status, "{}", api.kind);
+        }
+    }
+
+    #[test]
+    fn busy_answers_carry_retry_after_rounded_up() {
+        let response = ApiError::from(SandboxError::PoolBusy {
+            retry_after: Duration::from_millis(1500),
+        })
+        .into_response();
+        assert_eq!(response.headers()[header::RETRY_AFTER], "2");
+    }
+
+    #[test]
+    fn provider_failures_do_not_leak_their_internals() {
+        let api = ApiError::from(SandboxError::Unreachable(
+            "connection refused: http://10.0.0.7:9385".into(),
+        ));
+        assert!(!api.message.contains("10.0.0.7"));
+        assert!(api.detail.unwrap().contains("10.0.0.7"));
+    }
+}
+
+impl From<super::auth::Refusal> for ApiError {
+    fn from(refusal: super::auth::Refusal) -> Self {
+        use super::auth::Refusal;
+        let message = refusal.message();
+        match refusal {
+            Refusal::Unauthenticated(_) => {
+                Self::new(StatusCode::UNAUTHORIZED, "unauthenticated", message)
+            }
+            Refusal::Forbidden(_) => Self::new(StatusCode::FORBIDDEN, "forbidden", message),
+            Refusal::RateLimited(wait) => Self::rate_limited(wait),
+            Refusal::Unavailable => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
+            }
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Repository for `api_key`: keys are stored as SHA-256 hashes, looked up by hash.
+
+use rand::{rngs::OsRng, RngCore};
+use sha2::{Digest, Sha256};
+use sqlx::SqlitePool;
+
+use crate::model::api_key::{ApiKeyInfo, CreatedKey, Scope};
+
+/// Every key starts with this, so leaked keys are easy to recognise (and to scan for).
+pub const KEY_PREFIX: &str = "sck_";
+/// How much of a key the list shows.
+const SHOWN_CHARS: usize = KEY_PREFIX.len() + 8;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("a live key named {0:?} exists already; revoke it first or choose another name")]
+    NameTaken(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: i64,
+    name: String,
+    prefix: String,
+    scopes: String,
+    created_by: String,
+    created_at: String,
+    last_used_at: Option<String>,
+    revoked_at: Option<String>,
+}
+
+impl From<Row> for ApiKeyInfo {
+    fn from(row: Row) -> Self {
+        ApiKeyInfo {
+            id: row.id,
+            name: row.name,
+            prefix: row.prefix,
+            scopes: serde_json::from_str(&row.scopes).unwrap_or_default(),
+            created_by: row.created_by,
+            created_at: row.created_at,
+            last_used_at: row.last_used_at,
+            revoked_at: row.revoked_at,
+        }
+    }
+}
+
+const COLUMNS: &str = "id, name, prefix, scopes, created_by, created_at, last_used_at, revoked_at";
+
+pub fn hash(key: &str) -> String {
+    Sha256::digest(key.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn generate() -> String {
+    use base64::Engine;
+    let mut bytes = [0u8; 30];
+    OsRng.fill_bytes(&mut bytes);
+    format!(
+        "{KEY_PREFIX}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
+}
+
+/// Creates a key; the returned `key` is never stored and cannot be shown again.
+pub async fn create(
+    pool: &SqlitePool,
+    name: &str,
+    scopes: &[Scope],
+    created_by: &str,
+) -> Result<CreatedKey, KeyError> {
+    let key = generate();
+    let mut scopes = scopes.to_vec();
+    scopes.sort();
+    scopes.dedup();
+    let row: Result<Row, sqlx::Error> = sqlx::query_as(&format!(
+        "insert into api_key (name, prefix, key_hash, scopes, created_by) values (?, ?, ?, ?, ?) \
+         returning {COLUMNS}"
+    ))
+    .bind(name)
+    .bind(&key[..SHOWN_CHARS])
+    .bind(hash(&key))
+    .bind(serde_json::to_string(&scopes).unwrap_or_else(|_| "[]".into()))
+    .bind(created_by)
+    .fetch_one(pool)
+    .await;
+    match row {
+        Ok(row) => Ok(CreatedKey {
+            info: row.into(),
+            key,
+        }),
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+            Err(KeyError::NameTaken(name.to_owned()))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Every key, live ones first, newest first.
+pub async fn list(pool: &SqlitePool) -> Result<Vec<ApiKeyInfo>, sqlx::Error> {
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "select {COLUMNS} from api_key order by revoked_at is not null, id desc"
+    ))
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(Into::into).collect())
+}
+
+/// Revokes a live key; `None` when there is no live key with this id.
+pub async fn revoke(pool: &SqlitePool, id: i64) -> Result<Option<ApiKeyInfo>, sqlx::Error> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "update api_key set revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), \
+         updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
+         where id = ? and revoked_at is null returning {COLUMNS}"
+    ))
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(Into::into))
+}
+
+/// The live key `key` is, if any; records its use (at most once a minute, to spare writes).
+pub async fn authenticate(pool: &SqlitePool, key: &str) -> Result<Option<ApiKeyInfo>, sqlx::Error> {
+    if !key.starts_with(KEY_PREFIX) {
+        return Ok(None);
+    }
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "select {COLUMNS} from api_key where key_hash = ? and revoked_at is null"
+    ))
+    .bind(hash(key))
+    .fetch_optional(pool)
+    .await?;
+    let Some(row) = row else { return Ok(None) };
+    let stale = row.last_used_at.as_deref().is_none_or(|at| {
+        // Timestamps are fixed-width UTC text, so text comparison orders them.
+        at < minute_ago().as_str()
+    });
+    if stale {
+        sqlx::query(
+            "update api_key set last_used_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') where id = ?",
+        )
+        .bind(row.id)
+        .execute(pool)
+        .await?;
+    }
+    Ok(Some(row.into()))
+}
+
+fn minute_ago() -> String {
+    let at = time::OffsetDateTime::now_utc() - time::Duration::minutes(1);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_long_random_and_hash_to_hex() {
+        let (a, b) = (generate(), generate());
+        assert_ne!(a, b);
+        assert!(
+            a.starts_with(KEY_PREFIX) && a.len() == KEY_PREFIX.len() + 40,
+            "{a}"
+        );
+        assert_eq!(hash("x").len(), 64);
+        assert_eq!(
+            hash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn minute_ago_sorts_with_stored_timestamps() {
+        assert!(minute_ago().as_str() < "9999");
+        assert_eq!(minute_ago().len(), "2026-12-02T14:07:09".len());
+    }
+}

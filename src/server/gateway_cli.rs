@@ -1,0 +1,389 @@
+//! The gateway from the shell: `providers`, `configure`, `exec` and `api-key`. Each takes the
+//! server's `--data-dir` / `--database-url` and opens the same database and secret key; a
+//! running server notices settings saved here on its next run (`SandboxService::refresh`).
+
+use std::{io::Read, path::Path};
+
+use anyhow::{bail, Context};
+use serde_json::{json, Map, Value};
+
+use crate::{
+    model::{
+        execution::{ExecRequest, ExecStatus, Language},
+        schema::FORM_ERROR,
+        settings::SaveOutcome,
+    },
+    sandbox::providers,
+    server::{
+        config::{ApiKeyAction, Config},
+        db::{api_key, execution::Caller},
+        sandbox_settings::SandboxService,
+        secrets::SecretBox,
+        startup::open_database,
+    },
+};
+
+/// Exit codes of `exec` (also listed in `--help` and the README).
+pub mod exit {
+    pub const OK: i32 = 0;
+    pub const PROGRAM_ERROR: i32 = 1;
+    pub const BAD_INPUT: i32 = 64;
+    pub const PROVIDER_FAILED: i32 = 69;
+    pub const POOL_BUSY: i32 = 75;
+    pub const TIMEOUT: i32 = 124;
+    pub const LIMIT: i32 = 125;
+    pub const MEMORY: i32 = 137;
+}
+
+async fn service(config: &Config) -> anyhow::Result<SandboxService> {
+    let pool = open_database(config).await?;
+    let secrets = SecretBox::load(&config.data_dir, config.secret_key.as_deref())
+        .context("cannot load the key that encrypts stored secrets")?;
+    SandboxService::start(pool, providers::registry(), secrets)
+        .await
+        .context("cannot load the sandbox settings")
+}
+
+/// Who the history names for runs from the shell.
+fn shell_user() -> String {
+    std::env::var("SUDO_USER")
+        .or_else(|_| std::env::var("USER"))
+        .unwrap_or_else(|_| "cli".into())
+}
+
+pub async fn providers(config: &Config, as_json: bool) -> anyhow::Result<i32> {
+    let service = service(config).await?;
+    let active = service.stored_active_kind().await?.unwrap_or_default();
+    let mut listed = Vec::new();
+    for info in service.provider_infos() {
+        let schema = service.schema_of(&info.kind).unwrap_or_default();
+        if as_json {
+            listed.push(json!({
+                "kind": info.kind, "name": info.name, "description": info.description,
+                "tags": info.tags, "active": info.kind == active, "schema": schema,
+            }));
+            continue;
+        }
+        let mark = if info.kind == active { " (active)" } else { "" };
+        println!(
+            "{}{mark} — {}\n  {}",
+            info.kind, info.name, info.description
+        );
+        for field in &schema.fields {
+            let default = field
+                .default
+                .as_ref()
+                .map(|d| format!(" [default {d}]"))
+                .unwrap_or_default();
+            let required = if field.required { " required" } else { "" };
+            let kind = serde_json::to_value(&field.kind)
+                .ok()
+                .and_then(|k| k.get("type").and_then(Value::as_str).map(str::to_owned))
+                .unwrap_or_default();
+            println!(
+                "    {:<22} {kind}{required}{default}\n    {:<22} {}",
+                field.key, "", field.label
+            );
+        }
+    }
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&listed)?);
+    }
+    Ok(exit::OK)
+}
+
+/// `KEY=VALUE` pairs as strings: the schema types them (as it does form posts).
+fn parse_sets(sets: &[String]) -> anyhow::Result<Map<String, Value>> {
+    sets.iter()
+        .map(|pair| match pair.split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => {
+                Ok((key.trim().to_owned(), Value::String(value.to_owned())))
+            }
+            _ => bail!("--set takes KEY=VALUE, got {pair:?}"),
+        })
+        .collect()
+}
+
+pub async fn configure(
+    config: &Config,
+    kind: &str,
+    sets: &[String],
+    from_env: bool,
+    activate: bool,
+) -> anyhow::Result<i32> {
+    let service = service(config).await?;
+    let Some(schema) = service.schema_of(kind) else {
+        let known: Vec<_> = service
+            .provider_infos()
+            .into_iter()
+            .map(|i| i.kind)
+            .collect();
+        bail!("unknown provider {kind:?}; available: {}", known.join(", "));
+    };
+    let mut values = service.public_config(kind).await?;
+    let mut from = Vec::new();
+    if from_env {
+        for field in &schema.fields {
+            if let Some((name, value)) = field
+                .env_names(kind)
+                .into_iter()
+                .find_map(|name| std::env::var(&name).ok().map(|v| (name, v)))
+            {
+                values.insert(field.key.clone(), Value::String(value));
+                from.push(format!("{} from {name}", field.key));
+            }
+        }
+    }
+    for (key, value) in parse_sets(sets)? {
+        if schema.field(&key).is_none() {
+            bail!(
+                "{kind} has no setting {key:?}; its settings: {}",
+                schema
+                    .fields
+                    .iter()
+                    .map(|f| f.key.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        values.insert(key, value);
+    }
+    let actor = format!("cli:{}", shell_user());
+    match service.save(&actor, kind, values, None, activate).await? {
+        SaveOutcome::Saved { version, active } => {
+            for line in from {
+                eprintln!("  {line}");
+            }
+            println!(
+                "Saved the {kind} settings (version {version}){}.",
+                if active {
+                    "; it is the active provider"
+                } else {
+                    ""
+                }
+            );
+            Ok(exit::OK)
+        }
+        SaveOutcome::Invalid { errors } => {
+            eprintln!("Nothing was saved; fix these settings:");
+            for (key, message) in errors {
+                if key == FORM_ERROR {
+                    eprintln!("  {message}");
+                } else {
+                    eprintln!("  {key}: {message}");
+                }
+            }
+            Ok(exit::BAD_INPUT)
+        }
+        SaveOutcome::Conflict { message } => bail!(message),
+    }
+}
+
+fn guess_language(file: &Path) -> Option<Language> {
+    match file.extension()?.to_str()? {
+        "py" => Some(Language::Python),
+        "js" | "mjs" | "cjs" => Some(Language::Javascript),
+        _ => None,
+    }
+}
+
+/// What `exec` exits with for a result status.
+pub fn exit_code_for(status: ExecStatus, program_exit: Option<i32>) -> i32 {
+    match status {
+        ExecStatus::Success => exit::OK,
+        ExecStatus::ProgramError => program_exit
+            .filter(|c| (1..=255).contains(c))
+            .unwrap_or(exit::PROGRAM_ERROR),
+        ExecStatus::Timeout => exit::TIMEOUT,
+        ExecStatus::MemoryLimit => exit::MEMORY,
+        ExecStatus::OutputLimit | ExecStatus::ProcessLimit => exit::LIMIT,
+        ExecStatus::PoolBusy => exit::POOL_BUSY,
+        ExecStatus::ProviderError => exit::PROVIDER_FAILED,
+    }
+}
+
+pub struct ExecArgs<'a> {
+    pub file: &'a Path,
+    pub language: Option<&'a str>,
+    pub args: Option<&'a str>,
+    pub timeout: Option<u32>,
+    pub json: bool,
+}
+
+pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
+    let usage = |message: String| -> anyhow::Result<i32> {
+        eprintln!("sandbox-console exec: {message}");
+        Ok(exit::BAD_INPUT)
+    };
+    let code = if a.file == Path::new("-") {
+        let mut code = String::new();
+        std::io::stdin()
+            .read_to_string(&mut code)
+            .context("cannot read the program from standard input")?;
+        code
+    } else {
+        match std::fs::read_to_string(a.file) {
+            Ok(code) => code,
+            Err(e) => return usage(format!("cannot read {}: {e}", a.file.display())),
+        }
+    };
+    let language = match a.language {
+        Some(name) => match name.parse() {
+            Ok(language) => language,
+            Err(message) => return usage(message),
+        },
+        None => match guess_language(a.file) {
+            Some(language) => language,
+            None => return usage(
+                "cannot tell the language from the file name; pass --language python|javascript"
+                    .into(),
+            ),
+        },
+    };
+    let arguments = match a.args.map(serde_json::from_str::<Value>) {
+        None => Map::new(),
+        Some(Ok(Value::Object(map))) => map,
+        Some(Ok(_)) => {
+            return usage("--args must be a JSON object, e.g. '{\"name\": \"Ada\"}'".into())
+        }
+        Some(Err(e)) => return usage(format!("--args is not valid JSON: {e}")),
+    };
+    if a.timeout == Some(0) {
+        return usage("--timeout must be at least 1 second".into());
+    }
+    let service = service(config).await?;
+    let request = ExecRequest {
+        language,
+        code,
+        arguments,
+        timeout_secs: a.timeout,
+    };
+    let caller = Caller {
+        name: shell_user(),
+        kind: "cli",
+        source: "cli",
+    };
+    let result = match service.execute(&request, &caller).await {
+        Ok(result) => result,
+        Err(error) => {
+            if a.json {
+                println!("{}", json!({ "error": error.to_string() }));
+            }
+            eprintln!("sandbox-console exec: {error}");
+            return Ok(match error {
+                crate::sandbox::Error::PoolBusy { .. } => exit::POOL_BUSY,
+                crate::sandbox::Error::Unsupported(_) => exit::BAD_INPUT,
+                _ => exit::PROVIDER_FAILED,
+            });
+        }
+    };
+    let code = exit_code_for(result.status, result.exit_code);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+        return Ok(code);
+    }
+    print!("{}", result.stdout);
+    eprint!("{}", result.stderr);
+    if result.result.present {
+        println!("{}", result.result.value);
+    }
+    let status = serde_json::to_value(result.status)?;
+    eprintln!(
+        "[{} · {} ms · {} · exit code {}{}]",
+        status.as_str().unwrap_or_default(),
+        result.wall_time_ms,
+        result
+            .metadata
+            .get("provider")
+            .and_then(Value::as_str)
+            .unwrap_or("?"),
+        result
+            .exit_code
+            .map_or("none".to_owned(), |c| c.to_string()),
+        if result.artifacts.is_empty() {
+            String::new()
+        } else {
+            format!(" · {} artifact(s): use --json", result.artifacts.len())
+        }
+    );
+    Ok(code)
+}
+
+pub async fn api_key(config: &Config, action: ApiKeyAction) -> anyhow::Result<i32> {
+    let pool = open_database(config).await?;
+    let actor = format!("cli:{}", shell_user());
+    let code = match action {
+        ApiKeyAction::Create { name, scope } => {
+            let name = crate::model::api_key::check_name(&name).map_err(anyhow::Error::msg)?;
+            let created = api_key::create(&pool, &name, &scope, &actor).await?;
+            let scopes: Vec<_> = created.info.scopes.iter().map(|s| s.id()).collect();
+            eprintln!(
+                "Created the API key '{}' (scopes: {}). It is shown only now:",
+                created.info.name,
+                scopes.join(", ")
+            );
+            println!("{}", created.key);
+            exit::OK
+        }
+        ApiKeyAction::List => {
+            for key in api_key::list(&pool).await? {
+                let scopes: Vec<_> = key.scopes.iter().map(|s| s.id()).collect();
+                println!(
+                    "{:<24} {:<14} {:<16} created {} by {}; last used {}{}",
+                    key.name,
+                    key.prefix,
+                    scopes.join(","),
+                    key.created_at,
+                    key.created_by,
+                    key.last_used_at.as_deref().unwrap_or("never"),
+                    key.revoked_at
+                        .map(|at| format!("; REVOKED {at}"))
+                        .unwrap_or_default()
+                );
+            }
+            exit::OK
+        }
+        ApiKeyAction::Revoke { name } => {
+            let live = api_key::list(&pool)
+                .await?
+                .into_iter()
+                .find(|k| k.name == name.trim() && k.revoked_at.is_none());
+            match live {
+                Some(key) => {
+                    api_key::revoke(&pool, key.id).await?;
+                    println!("Revoked the API key '{}'.", key.name);
+                    exit::OK
+                }
+                None => {
+                    eprintln!("No live API key is named {name:?}.");
+                    exit::BAD_INPUT
+                }
+            }
+        }
+    };
+    pool.close().await;
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_status() {
+        assert_eq!(exit_code_for(ExecStatus::Success, Some(0)), 0);
+        assert_eq!(exit_code_for(ExecStatus::ProgramError, Some(3)), 3);
+        assert_eq!(exit_code_for(ExecStatus::ProgramError, None), 1);
+        assert_eq!(exit_code_for(ExecStatus::Timeout, None), 124);
+        assert_eq!(exit_code_for(ExecStatus::MemoryLimit, None), 137);
+    }
+
+    #[test]
+    fn sets_need_a_key_and_an_equals_sign() {
+        let values = parse_sets(&["a=1".into(), "b==x".into()]).unwrap();
+        assert_eq!(values["a"], "1");
+        assert_eq!(values["b"], "=x");
+        assert!(parse_sets(&["novalue".into()]).is_err());
+        assert!(parse_sets(&["=1".into()]).is_err());
+    }
+}

@@ -1,0 +1,54 @@
+use leptos::prelude::*;
+
+use crate::{model::api_key::CreatedKey, server_fns::error::AppError};
+
+/// Creates an API key named `name` with the ticked scopes (checkboxes `execute`, `admin`).
+/// The key is in the answer (or, for a plain form post, on the next page view) and never again.
+#[server(prefix = "/rpc", endpoint = "create_api_key")]
+pub async fn create_api_key(
+    name: String,
+    #[server(default)] execute: Option<String>,
+    #[server(default)] admin: Option<String>,
+) -> Result<CreatedKey, AppError> {
+    use crate::{
+        model::api_key::{check_name, ApiKeyFlash, Scope},
+        server::db::api_key::{self, KeyError},
+        server_fns::guard::{flash_to, internal, plain_form, reject, API_KEY_FLASH},
+    };
+
+    let signed_in = crate::server_fns::require_admin().await?;
+    let scopes: Vec<Scope> = [(execute, Scope::Execute), (admin, Scope::Admin)]
+        .into_iter()
+        .filter_map(|(ticked, scope)| ticked.map(|_| scope))
+        .collect();
+    let state = expect_context::<crate::server::state::AppState>();
+    let outcome = match check_name(&name) {
+        Err(message) => Err(message),
+        Ok(_) if scopes.is_empty() => {
+            Err("Tick at least one scope: a key without scopes can do nothing.".to_owned())
+        }
+        Ok(checked) => {
+            match api_key::create(&state.pool, &checked, &scopes, &signed_in.username).await {
+                Ok(created) => Ok(created),
+                Err(KeyError::NameTaken(_)) => Err(format!(
+                    "A live key is already named '{checked}'. Choose another name or revoke that key first."
+                )),
+                Err(KeyError::Database(error)) => return Err(internal(error)),
+            }
+        }
+    };
+    if plain_form() {
+        let flash = match &outcome {
+            Ok(created) => ApiKeyFlash::Created(created.clone()),
+            Err(message) => ApiKeyFlash::Invalid {
+                message: message.clone(),
+                name: name.clone(),
+                scopes,
+            },
+        };
+        flash_to(API_KEY_FLASH, &flash, super::PAGE).await?;
+        // The redirect stands; the page shows the outcome from the session.
+        return outcome.map_err(AppError::BadRequest);
+    }
+    outcome.map_err(|message| reject(AppError::BadRequest(message)))
+}

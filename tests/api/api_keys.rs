@@ -1,0 +1,124 @@
+//! The API-keys page's server functions: create (shown once, stored as a hash), list, revoke.
+
+use serde_json::Value;
+
+use crate::helpers::{location, spawn_app};
+
+#[tokio::test]
+async fn a_created_key_is_shown_once_and_only_its_hash_is_stored() {
+    let app = spawn_app().await;
+    app.login().await;
+
+    let created = app
+        .call_ok(
+            "create_api_key",
+            &[("name", "ragflow prod"), ("execute", "on")],
+        )
+        .await;
+    let listed = app.call_ok("list_api_keys", &[]).await;
+
+    let key = created["key"].as_str().unwrap();
+    assert!(key.starts_with("sck_") && key.len() == 44, "{key}");
+    assert_eq!(listed[0]["name"], "ragflow prod");
+    assert_eq!(listed[0]["scopes"], serde_json::json!(["execute"]));
+    assert_eq!(listed[0]["prefix"].as_str().unwrap(), &key[..12]);
+    assert!(
+        !listed.to_string().contains(key),
+        "the list never holds the key"
+    );
+    let stored: String =
+        sqlx::query_scalar("select key_hash || prefix || name || scopes from api_key")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert!(!stored.contains(key));
+}
+
+#[tokio::test]
+async fn bad_names_missing_scopes_and_duplicates_are_refused_with_400() {
+    let app = spawn_app().await;
+    app.login().await;
+    app.call_ok("create_api_key", &[("name", "agent"), ("execute", "on")])
+        .await;
+
+    for form in [
+        vec![("name", "  ")],
+        vec![("name", "a/b"), ("execute", "on")],
+        vec![("name", "no-scope")],
+        vec![("name", "agent"), ("admin", "on")],
+    ] {
+        let response = app.call("create_api_key", &form).await;
+        assert_eq!(response.status().as_u16(), 400, "{form:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_revoked_key_is_refused_and_its_name_can_be_reused() {
+    let app = spawn_app().await;
+    app.login().await;
+    let created = app
+        .call_ok("create_api_key", &[("name", "agent"), ("execute", "on")])
+        .await;
+    let id = created["info"]["id"].to_string();
+    let key = created["key"].as_str().unwrap().to_owned();
+
+    let revoked = app.call_ok("revoke_api_key", &[("id", &id)]).await;
+    let again = app.call("revoke_api_key", &[("id", &id)]).await;
+
+    assert!(revoked["revoked_at"].is_string());
+    assert_eq!(again.status().as_u16(), 400);
+    let providers = app.get_with_key("/api/v1/providers", &key).await;
+    assert_eq!(providers.status().as_u16(), 401);
+    app.call_ok("create_api_key", &[("name", "agent"), ("execute", "on")])
+        .await;
+}
+
+#[tokio::test]
+async fn with_javascript_off_the_new_key_shows_on_the_next_page_only() {
+    let app = spawn_app().await;
+    app.login().await;
+
+    let response = app
+        .client
+        .post(app.url("/rpc/create_api_key"))
+        .header("accept", "text/html")
+        .form(&[("name", "form-key"), ("execute", "on"), ("admin", "on")])
+        .send()
+        .await
+        .unwrap();
+
+    assert!(response.status().is_redirection());
+    assert_eq!(location(&response), "/admin/api-keys");
+    let listed: Value = app.call_ok("list_api_keys", &[]).await;
+    let prefix = listed[0]["prefix"].as_str().unwrap().to_owned();
+    let first = app.get("/admin/api-keys").await.text().await.unwrap();
+    let second = app.get("/admin/api-keys").await.text().await.unwrap();
+    assert!(
+        first.contains("data-testid=\"new-key\"") && first.contains(&prefix),
+        "the key is shown"
+    );
+    assert!(!second.contains("data-testid=\"new-key\""), "and only once");
+    assert!(second.contains("form-key"));
+}
+
+#[tokio::test]
+async fn anonymous_callers_get_401_from_the_key_endpoints() {
+    let app = spawn_app().await;
+
+    for name in [
+        "list_api_keys",
+        "create_api_key",
+        "revoke_api_key",
+        "take_api_key_flash",
+    ] {
+        let response = app
+            .call(name, &[("name", "x"), ("execute", "on"), ("id", "1")])
+            .await;
+        assert_eq!(response.status().as_u16(), 401, "{name}");
+    }
+    let rows: i64 = sqlx::query_scalar("select count(*) from api_key")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+}

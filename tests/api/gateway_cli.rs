@@ -1,0 +1,198 @@
+//! The gateway commands of the real binary: providers, configure, exec, api-key.
+
+use std::{io::Write, path::Path, process::Command};
+
+use serde_json::Value;
+
+use crate::helpers::spawn_app_in;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sandbox-console");
+
+/// Runs `sandbox-console <args> --data-dir <dir>` with extra environment; (exit code, stdout, stderr).
+fn run(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let output = Command::new(BIN)
+        .args(args)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env_remove("DATABASE_URL")
+        .envs(env.iter().copied())
+        .output()
+        .expect("the binary runs");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn program(dir: &Path, name: &str, code: &str) -> String {
+    let path = dir.join(name);
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(code.as_bytes())
+        .unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[tokio::test]
+async fn configure_reads_the_environment_and_refuses_bad_values() {
+    let data = tempfile::tempdir().unwrap();
+
+    let (code, out, err) = run(
+        data.path(),
+        &[
+            "configure",
+            "--provider",
+            "local",
+            "--from-env",
+            "--set",
+            "memory_mb=300",
+            "--activate",
+        ],
+        &[("SANDBOX_LOCAL_TIMEOUT_SECS", "7")],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("timeout_secs from SANDBOX_LOCAL_TIMEOUT_SECS"),
+        "{err}"
+    );
+    let (code, out, _) = run(data.path(), &["providers", "--json"], &[]);
+    assert_eq!(code, 0);
+    let providers: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(providers[0]["kind"], "local");
+    assert_eq!(providers[0]["active"], true);
+
+    let (code, _, err) = run(
+        data.path(),
+        &[
+            "configure",
+            "--provider",
+            "local",
+            "--set",
+            "timeout_secs=0",
+        ],
+        &[],
+    );
+    assert_eq!(code, 64);
+    assert!(
+        err.contains("Nothing was saved") && err.contains("timeout_secs"),
+        "{err}"
+    );
+    let (code, _, err) = run(data.path(), &["configure", "--provider", "nope"], &[]);
+    assert_ne!(code, 0);
+    assert!(err.contains("available: local"), "{err}");
+    let (code, _, err) = run(
+        data.path(),
+        &["configure", "--provider", "local", "--set", "colour=red"],
+        &[],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("no setting \"colour\""), "{err}");
+
+    // What was saved is what a server on the same data directory runs with.
+    let pool = sandbox_console::server::db::connect(&format!(
+        "sqlite://{}",
+        data.path().join("sandbox-console.db").display()
+    ))
+    .await
+    .unwrap();
+    let stored: String =
+        sqlx::query_scalar("select value from system_setting where name = 'sandbox.local'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    let setting: Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(
+        (
+            setting["timeout_secs"].as_i64(),
+            setting["memory_mb"].as_i64()
+        ),
+        (Some(7), Some(300))
+    );
+}
+
+#[test]
+fn exec_runs_a_file_with_arguments_and_its_exit_code_follows_the_status() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let hello = program(
+        files.path(),
+        "hello.py",
+        "def main(name):\n    print('hi', name)\n    return {'n': len(name)}\n",
+    );
+    let failing = program(
+        files.path(),
+        "fail.js",
+        "function main() { throw new Error('nope'); }\n",
+    );
+    let endless = program(files.path(), "loop.py", "while True:\n    pass\n");
+
+    let (code, out, err) = run(
+        data.path(),
+        &["exec", &hello, "--args", r#"{"name": "Ada"}"#],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out, "hi Ada\n{\"n\":3}\n");
+    assert!(err.contains("success"), "{err}");
+
+    let (code, out, _) = run(
+        data.path(),
+        &["exec", &hello, "--args", r#"{"name": "Bo"}"#, "--json"],
+        &[],
+    );
+    assert_eq!(code, 0);
+    let result: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(result["result"]["value"]["n"], 2);
+    assert_eq!(result["metadata"]["provider"], "local");
+
+    let (code, _, err) = run(data.path(), &["exec", &failing], &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("Error: nope"), "{err}");
+
+    let (code, _, _) = run(data.path(), &["exec", &endless, "--timeout", "1"], &[]);
+    assert_eq!(code, 124);
+
+    let (code, _, err) = run(data.path(), &["exec", &hello, "--args", "[1]"], &[]);
+    assert_eq!(code, 64);
+    assert!(err.contains("JSON object"), "{err}");
+    let (code, _, err) = run(data.path(), &["exec", "/nonexistent/x.txt"], &[]);
+    assert_eq!(code, 64, "{err}");
+}
+
+#[tokio::test]
+async fn a_key_created_on_the_command_line_works_against_the_server() {
+    let data = tempfile::tempdir().unwrap();
+    let (code, key, err) = run(
+        data.path(),
+        &[
+            "api-key",
+            "create",
+            "--name",
+            "cli-agent",
+            "--scope",
+            "execute,admin",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let key = key.trim().to_owned();
+    assert!(err.contains("shown only now"));
+    let (_, listed, _) = run(data.path(), &["api-key", "list"], &[]);
+    assert!(
+        listed.contains("cli-agent") && !listed.contains(&key),
+        "{listed}"
+    );
+    let app = spawn_app_in(data, |_| {}).await;
+
+    let response = app
+        .get_with_key("/api/v1/admin/sandbox/providers", &key)
+        .await;
+
+    assert_eq!(response.status().as_u16(), 200);
+    let rows: Vec<(String, String)> = sqlx::query_as("select caller, source from execution")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert!(rows.is_empty());
+}
