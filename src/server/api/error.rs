@@ -170,6 +170,23 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl From<super::auth::Refusal> for ApiError {
+    fn from(refusal: super::auth::Refusal) -> Self {
+        use super::auth::Refusal;
+        let message = refusal.message();
+        match refusal {
+            Refusal::Unauthenticated(_) => {
+                Self::new(StatusCode::UNAUTHORIZED, "unauthenticated", message)
+            }
+            Refusal::Forbidden(_) => Self::new(StatusCode::FORBIDDEN, "forbidden", message),
+            Refusal::RateLimited(wait) => Self::rate_limited(wait),
+            Refusal::Unavailable => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,22 +232,5 @@ mod tests {
         ));
         assert!(!api.message.contains("10.0.0.7"));
         assert!(api.detail.unwrap().contains("10.0.0.7"));
-    }
-}
-
-impl From<super::auth::Refusal> for ApiError {
-    fn from(refusal: super::auth::Refusal) -> Self {
-        use super::auth::Refusal;
-        let message = refusal.message();
-        match refusal {
-            Refusal::Unauthenticated(_) => {
-                Self::new(StatusCode::UNAUTHORIZED, "unauthenticated", message)
-            }
-            Refusal::Forbidden(_) => Self::new(StatusCode::FORBIDDEN, "forbidden", message),
-            Refusal::RateLimited(wait) => Self::rate_limited(wait),
-            Refusal::Unavailable => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
-            }
-        }
     }
 }

@@ -27,33 +27,51 @@ fn success(data: Value, message: &str) -> Response {
     Json(json!({ "code": 0, "message": message, "data": data })).into_response()
 }
 
-/// RAGFlow's `error_response`: always HTTP 400; `code` 400 for bad requests, 500 otherwise.
-fn failure(message: impl Into<String>, code: u16) -> Response {
-    (
-        StatusCode::BAD_REQUEST,
-        Json(json!({ "code": code, "message": message.into(), "data": null })),
-    )
-        .into_response()
+/// A refused request in RAGFlow's envelope: `{code, message, data: null}`.
+#[derive(Debug)]
+pub struct Failure {
+    status: StatusCode,
+    code: u16,
+    message: String,
 }
 
-fn internal(context: &str, error: impl std::fmt::Display) -> Response {
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        let body = json!({ "code": self.code, "message": self.message, "data": null });
+        (self.status, Json(body)).into_response()
+    }
+}
+
+/// RAGFlow's `error_response`: always HTTP 400; `code` 400 for bad requests, 500 otherwise.
+fn failure(message: impl Into<String>, code: u16) -> Failure {
+    Failure {
+        status: StatusCode::BAD_REQUEST,
+        code,
+        message: message.into(),
+    }
+}
+
+fn internal(context: &str, error: impl std::fmt::Display) -> Failure {
     tracing::error!(%error, "{context}");
     failure(format!("{context}: the server log has the details"), 500)
 }
 
 /// Auth failures keep the envelope, with the real HTTP status.
-fn refused(refusal: Refusal) -> Response {
+fn refused(refusal: Refusal) -> Failure {
     let status = match refusal {
         Refusal::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
         Refusal::Forbidden(_) => StatusCode::FORBIDDEN,
         Refusal::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
         Refusal::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
     };
-    let body = json!({ "code": status.as_u16(), "message": refusal.message(), "data": null });
-    (status, Json(body)).into_response()
+    Failure {
+        status,
+        code: status.as_u16(),
+        message: refusal.message(),
+    }
 }
 
-async fn admin_key(state: &AppState, headers: &HeaderMap) -> Result<String, Response> {
+async fn admin_key(state: &AppState, headers: &HeaderMap) -> Result<String, Failure> {
     authorize(state, headers, Scope::Admin)
         .await
         .map(|key| format!("api-key:{}", key.name))
@@ -124,14 +142,14 @@ fn describe(errors: &FieldErrors) -> String {
 }
 
 /// Parses the JSON body of a POST; `Err` is the envelope to answer with.
-fn body_object(body: Result<Bytes, BytesRejection>) -> Result<Map<String, Value>, Response> {
+fn body_object(body: Result<Bytes, BytesRejection>) -> Result<Map<String, Value>, Failure> {
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                Json(json!({ "code": 413, "message": "Request body is too large", "data": null })),
-            )
-                .into_response()
+            Failure {
+                status: StatusCode::PAYLOAD_TOO_LARGE,
+                code: 413,
+                message: "Request body is too large".into(),
+            }
         } else {
             failure(format!("Request body could not be read: {rejection}"), 400)
         }
@@ -151,7 +169,7 @@ fn body_object(body: Result<Bytes, BytesRejection>) -> Result<Map<String, Value>
 fn provider_and_config(
     state: &AppState,
     body: &mut Map<String, Value>,
-) -> Result<(String, Map<String, Value>), Response> {
+) -> Result<(String, Map<String, Value>), Failure> {
     let kind = match body.remove("provider_type") {
         Some(Value::String(kind)) if !kind.trim().is_empty() => kind,
         _ => return Err(failure("provider_type is required", 400)),
@@ -173,10 +191,11 @@ fn provider_and_config(
     responses((status = 200, description = "`data`: `[{id, name, description, tags}]`"),
               (status = 401, description = "No API key, or an unknown or revoked one"),
               (status = 403, description = "The key lacks the `admin` scope")))]
-pub async fn providers(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(response) = admin_key(&state, &headers).await {
-        return response;
-    }
+pub async fn providers(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, Failure> {
+    admin_key(&state, &headers).await?;
     let data: Vec<Value> = state
         .sandbox
         .provider_infos()
@@ -185,7 +204,7 @@ pub async fn providers(State(state): State<AppState>, headers: HeaderMap) -> Res
             json!({ "id": info.kind, "name": info.name, "description": info.description, "tags": info.tags })
         })
         .collect();
-    success(Value::Array(data), "Success")
+    Ok(success(Value::Array(data), "Success"))
 }
 
 /// One provider's config schema (RAGFlow: `GET .../providers/{provider_id}/schema`).
@@ -198,13 +217,11 @@ pub async fn schema(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(provider_id): Path<String>,
-) -> Response {
-    if let Err(response) = admin_key(&state, &headers).await {
-        return response;
-    }
+) -> Result<Response, Failure> {
+    admin_key(&state, &headers).await?;
     match state.sandbox.schema_of(&provider_id) {
-        Some(schema) => success(ragflow_schema(&schema), "Success"),
-        None => failure(format!("Unknown provider: {provider_id}"), 400),
+        Some(schema) => Ok(success(ragflow_schema(&schema), "Success")),
+        None => Err(failure(format!("Unknown provider: {provider_id}"), 400)),
     }
 }
 
@@ -212,10 +229,11 @@ pub async fn schema(
 #[utoipa::path(get, path = "/api/v1/admin/sandbox/config", tag = "ragflow-admin",
     security(("api_key" = ["admin"])),
     responses((status = 200, description = "`data`: `{provider_type, config}`; secret fields are never returned")))]
-pub async fn get_config(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(response) = admin_key(&state, &headers).await {
-        return response;
-    }
+pub async fn get_config(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, Failure> {
+    admin_key(&state, &headers).await?;
     let result = async {
         let kind = state
             .sandbox
@@ -229,8 +247,8 @@ pub async fn get_config(State(state): State<AppState>, headers: HeaderMap) -> Re
     }
     .await;
     match result {
-        Ok(data) => success(data, "Success"),
-        Err(error) => internal("Failed to get sandbox config", error),
+        Ok(data) => Ok(success(data, "Success")),
+        Err(error) => Err(internal("Failed to get sandbox config", error)),
     }
 }
 
@@ -245,43 +263,35 @@ pub async fn set_config(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let actor = match admin_key(&state, &headers).await {
-        Ok(actor) => actor,
-        Err(response) => return response,
-    };
-    let mut body = match body_object(body) {
-        Ok(body) => body,
-        Err(response) => return response,
-    };
-    let (kind, config) = match provider_and_config(&state, &mut body) {
-        Ok(parts) => parts,
-        Err(response) => return response,
-    };
+) -> Result<Response, Failure> {
+    let actor = admin_key(&state, &headers).await?;
+    let mut body = body_object(body)?;
+    let (kind, config) = provider_and_config(&state, &mut body)?;
     let set_active = match body.remove("set_active") {
         None | Some(Value::Null) => true,
         Some(Value::Bool(b)) => b,
-        Some(_) => return failure("set_active must be true or false", 400),
+        Some(_) => return Err(failure("set_active must be true or false", 400)),
     };
-    match state
+    let saved = match state
         .sandbox
         .save(&actor, &kind, config, None, set_active)
         .await
     {
-        Ok(SaveOutcome::Saved { .. }) => match state.sandbox.public_config(&kind).await {
-            Ok(config) => success(
-                json!({ "provider_type": kind, "config": config }),
-                "Sandbox configuration updated successfully",
-            ),
-            Err(error) => internal("Failed to set sandbox config", error),
-        },
-        Ok(SaveOutcome::Invalid { errors }) => failure(
-            format!("Provider validation failed: {}", describe(&errors)),
-            400,
-        ),
-        Ok(SaveOutcome::Conflict { message }) => failure(message, 400),
-        Err(error) => internal("Failed to set sandbox config", error),
-    }
+        Ok(SaveOutcome::Saved { .. }) => state.sandbox.public_config(&kind).await,
+        Ok(SaveOutcome::Invalid { errors }) => {
+            return Err(failure(
+                format!("Provider validation failed: {}", describe(&errors)),
+                400,
+            ))
+        }
+        Ok(SaveOutcome::Conflict { message }) => return Err(failure(message, 400)),
+        Err(error) => Err(error),
+    };
+    let config = saved.map_err(|error| internal("Failed to set sandbox config", error))?;
+    Ok(success(
+        json!({ "provider_type": kind, "config": config }),
+        "Sandbox configuration updated successfully",
+    ))
 }
 
 /// Health check plus a fixed test script on the unsaved config (RAGFlow: `POST .../test`).
@@ -294,38 +304,30 @@ pub async fn test(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let actor = match admin_key(&state, &headers).await {
-        Ok(actor) => actor,
-        Err(response) => return response,
-    };
-    let mut body = match body_object(body) {
-        Ok(body) => body,
-        Err(response) => return response,
-    };
-    let (kind, config) = match provider_and_config(&state, &mut body) {
-        Ok(parts) => parts,
-        Err(response) => return response,
-    };
+) -> Result<Response, Failure> {
+    let actor = admin_key(&state, &headers).await?;
+    let mut body = body_object(body)?;
+    let (kind, config) = provider_and_config(&state, &mut body)?;
     let caller = Caller::api_key(actor.trim_start_matches("api-key:"), "test_connection");
-    let report = match state.sandbox.test_connection(&kind, config, &caller).await {
-        Ok(report) => report,
-        Err(error) => return internal("Connection test failed", error),
-    };
+    let report = state
+        .sandbox
+        .test_connection(&kind, config, &caller)
+        .await
+        .map_err(|error| internal("Connection test failed", error))?;
     if !report.errors.is_empty() {
-        return failure(
+        return Err(failure(
             format!(
                 "Failed to initialize provider '{kind}': {}",
                 describe(&report.errors)
             ),
             400,
-        );
+        ));
     }
     if report.health.as_ref().is_none_or(|h| !h.healthy) {
-        return failure(
+        return Err(failure(
             format!("Failed to initialize provider '{kind}': {}", report.message),
             400,
-        );
+        ));
     }
     let seconds = report.execution_time_ms.unwrap_or(0) as f64 / 1000.0;
     let mut message = format!(
@@ -344,7 +346,7 @@ pub async fn test(
     if !report.passed {
         message.push_str(&format!(" | {}", report.message));
     }
-    success(
+    Ok(success(
         json!({
             "success": report.passed,
             "message": message,
@@ -356,7 +358,7 @@ pub async fn test(
             }
         }),
         "Success",
-    )
+    ))
 }
 
 fn excerpt(text: &str) -> String {

@@ -186,21 +186,30 @@ pub fn translate(result: ExecutionResult) -> RunResult {
     out
 }
 
-/// FastAPI's 422 body for one bad field.
-fn unprocessable(kind: &str, field: &str, message: &str, input: Option<&Value>) -> Response {
+/// FastAPI's 422 answer for one bad field: `{"detail": [{type, loc, msg, input}]}`.
+#[derive(Debug)]
+struct Unprocessable(Value);
+
+impl IntoResponse for Unprocessable {
+    fn into_response(self) -> Response {
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({ "detail": [self.0] })),
+        )
+            .into_response()
+    }
+}
+
+fn unprocessable(kind: &str, field: &str, message: &str, input: Option<&Value>) -> Unprocessable {
     let mut error = json!({ "type": kind, "loc": ["body", field], "msg": message });
     if let Some(input) = input {
         error["input"] = input.clone();
     }
-    (
-        StatusCode::UNPROCESSABLE_ENTITY,
-        Json(json!({ "detail": [error] })),
-    )
-        .into_response()
+    Unprocessable(error)
 }
 
 /// Validates a `/run` body as RAGFlow's pydantic model does.
-fn parse(body: &[u8]) -> Result<ExecRequest, Response> {
+fn parse(body: &[u8]) -> Result<ExecRequest, Unprocessable> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         unprocessable(
             "json_invalid",
@@ -334,7 +343,7 @@ pub async fn run(
     };
     let request = match parse(&body) {
         Ok(request) => request,
-        Err(response) => return response,
+        Err(unprocessable) => return unprocessable.into_response(),
     };
     let outcome = state
         .sandbox
@@ -473,7 +482,7 @@ mod tests {
             r#"{}"#,
             "{",
         ] {
-            let response = parse(body.as_bytes()).unwrap_err();
+            let response = parse(body.as_bytes()).unwrap_err().into_response();
             assert_eq!(
                 response.status(),
                 StatusCode::UNPROCESSABLE_ENTITY,
