@@ -12,7 +12,7 @@ data=$(mktemp -d)
 log="$data/server.log"
 password="e2e-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
-ADMIN_USERNAME=admin ADMIN_PASSWORD="$password" RUST_LOG=${RUST_LOG:-warn} \
+ADMIN_USERNAME=admin ADMIN_PASSWORD="$password" RUST_LOG=${RUST_LOG:-warn,libcgroups=error} \
   "$bin" --listen 127.0.0.1:0 --data-dir "$data" >"$log" 2>&1 &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$data"; }
