@@ -414,3 +414,67 @@ async fn unknown_api_paths_answer_404_in_json() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["kind"], "not_found");
 }
+
+#[tokio::test]
+async fn a_saturated_local_provider_answers_429_and_run_answers_minus_10() {
+    let app = spawn_app().await;
+    let admin = app.api_key("ops", &["admin"]).await;
+    let saved = app
+        .post_json(
+            "/api/v1/admin/sandbox/config",
+            &admin,
+            &json!({"provider_type": "local", "config": {"max_concurrent_runs": 1, "queue_wait_secs": 0}}),
+        )
+        .await;
+    assert_eq!(saved.status().as_u16(), 200);
+    let key = app.api_key("agent", &["execute"]).await;
+    let slow = json!({"language": "python", "code": "import time\ndef main():\n    time.sleep(3)\n    return 1\n"});
+    let quick = json!({"language": "python", "code": "def main():\n    return 2\n"});
+
+    let (first, second, ragflow) = tokio::join!(
+        execute(&app, &key, slow),
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+            let response = app.post_json("/api/v1/execute", &key, &quick).await;
+            let retry_after = response.headers().get("retry-after").cloned();
+            (
+                response.status().as_u16(),
+                retry_after,
+                response.json::<Value>().await.unwrap(),
+            )
+        },
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+            let code = base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                "def main():\n    return 3\n",
+            );
+            app.post_json("/run", &key, &json!({"code_b64": code}))
+                .await
+                .json::<Value>()
+                .await
+                .unwrap()
+        },
+    );
+
+    assert_eq!(
+        (first.0, first.1["result"]["value"].as_i64()),
+        (200, Some(1)),
+        "{}",
+        first.1
+    );
+    let (status, retry_after, body) = second;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (429, Some("pool_busy")),
+        "{body}"
+    );
+    assert!(retry_after.is_some());
+    assert_eq!(ragflow["exit_code"], -10, "{ragflow}");
+    let (after, body) = execute(&app, &key, quick).await;
+    assert_eq!(
+        (after, body["result"]["value"].as_i64()),
+        (200, Some(2)),
+        "a slot frees up after the run"
+    );
+}

@@ -24,6 +24,8 @@ pub struct LocalConfig {
     pub max_output_bytes: u64,
     pub max_artifacts: u32,
     pub max_artifact_bytes: u64,
+    pub max_concurrent_runs: u32,
+    pub queue_wait_secs: u32,
 }
 
 impl Default for LocalConfig {
@@ -37,6 +39,8 @@ impl Default for LocalConfig {
             max_output_bytes: MIB,
             max_artifacts: 10,
             max_artifact_bytes: 10 * MIB,
+            max_concurrent_runs: 8,
+            queue_wait_secs: 10,
         }
     }
 }
@@ -87,6 +91,15 @@ pub fn schema() -> ConfigSchema {
             )
             .describe("Largest file the program may write, and largest artifact returned.")
             .default_value(json!(d.max_artifact_bytes)),
+            FieldSpec::new("max_concurrent_runs", integer(1, 256), "Concurrent runs")
+                .describe("How many programs run at once; more wait in a queue.")
+                .default_value(json!(d.max_concurrent_runs)),
+            FieldSpec::new("queue_wait_secs", integer(0, 300), "Queue wait (seconds)")
+                .describe(
+                    "How long a run waits for a free slot before it is refused as pool_busy \
+                     (the API answers 429 with Retry-After).",
+                )
+                .default_value(json!(d.queue_wait_secs)),
         ],
     }
 }

@@ -8,6 +8,7 @@ use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use serde_json::{json, Map};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use config::{build, schema, LocalConfig};
 
@@ -49,13 +50,29 @@ pub fn kind() -> ProviderKind {
 pub struct LocalProvider {
     config: Arc<LocalConfig>,
     info: ProviderInfo,
+    /// One permit per run allowed at once: admission control on a small host.
+    slots: Arc<Semaphore>,
 }
 
 impl LocalProvider {
     pub fn new(config: LocalConfig) -> Self {
         LocalProvider {
+            slots: Arc::new(Semaphore::new(config.max_concurrent_runs.max(1) as usize)),
             config: Arc::new(config),
             info: info(),
+        }
+    }
+
+    /// Waits up to the queue limit for a free slot; `PoolBusy` after that.
+    async fn admit(&self) -> Result<OwnedSemaphorePermit, Error> {
+        let wait = Duration::from_secs(self.config.queue_wait_secs.into());
+        match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_closed)) => Err(Error::Backend("the run queue is closed".into())),
+            // A run lasts at most the timeout; a slot frees up well before that on average.
+            Err(_) => Err(Error::PoolBusy {
+                retry_after: Duration::from_secs(self.config.timeout_secs.clamp(1, 5).into()),
+            }),
         }
     }
 }
@@ -72,14 +89,31 @@ impl SandboxProvider for LocalProvider {
 
     async fn health(&self) -> HealthReport {
         let config = self.config.clone();
+        let busy = (self.config.max_concurrent_runs as usize)
+            .saturating_sub(self.slots.available_permits());
         match tokio::task::spawn_blocking(move || jail::probe(&config)).await {
-            Ok(Ok(details)) => HealthReport {
-                healthy: true,
-                message: "Isolation works: a probe ran as PID 1 with only a loopback interface and a read-only root.".into(),
-                details,
+            Ok(Ok(mut details)) => {
+                details.insert("runs_in_progress".into(), json!(busy));
+                details.insert(
+                    "max_concurrent_runs".into(),
+                    json!(self.config.max_concurrent_runs),
+                );
+                HealthReport {
+                    healthy: true,
+                    message: "Isolation works: a probe ran as PID 1 with only a loopback interface and a read-only root.".into(),
+                    details,
+                }
+            }
+            Ok(Err(reason)) => HealthReport {
+                healthy: false,
+                message: reason,
+                details: Map::new(),
             },
-            Ok(Err(reason)) => HealthReport { healthy: false, message: reason, details: Map::new() },
-            Err(join) => HealthReport { healthy: false, message: format!("the probe crashed: {join}"), details: Map::new() },
+            Err(join) => HealthReport {
+                healthy: false,
+                message: format!("the probe crashed: {join}"),
+                details: Map::new(),
+            },
         }
     }
 
@@ -107,6 +141,7 @@ impl SandboxProvider for LocalProvider {
             .timeout_secs
             .unwrap_or(self.config.timeout_secs)
             .clamp(1, self.config.timeout_secs);
+        let _slot = self.admit().await?;
         let job = runner::prepare(request);
         let config = self.config.clone();
         let limits = ArtifactLimits {
