@@ -8,7 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, StatusCode};
 
 use crate::{
     model::api_key::{ApiKeyInfo, Scope},
@@ -29,6 +29,16 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// The HTTP status of the refusal, whatever shape the body takes.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Refusal::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            Refusal::Forbidden(_) => StatusCode::FORBIDDEN,
+            Refusal::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
+            Refusal::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
     pub fn message(&self) -> String {
         match self {
             Refusal::Unauthenticated(why) => (*why).to_owned(),

@@ -35,7 +35,8 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// Stable machine-readable kind: `invalid_input`, `unauthenticated`, `forbidden`,
     /// `payload_too_large`, `rate_limited`, `pool_busy`, `provider_unreachable`,
-    /// `provider_failed`, `provider_timeout`, `no_active_provider`, `not_found`, `internal`.
+    /// `provider_failed`, `provider_timeout`, `no_active_provider`, `not_found`, `unavailable`,
+    /// `internal`.
     pub kind: String,
     pub message: String,
 }
@@ -173,17 +174,13 @@ impl IntoResponse for ApiError {
 impl From<super::auth::Refusal> for ApiError {
     fn from(refusal: super::auth::Refusal) -> Self {
         use super::auth::Refusal;
-        let message = refusal.message();
-        match refusal {
-            Refusal::Unauthenticated(_) => {
-                Self::new(StatusCode::UNAUTHORIZED, "unauthenticated", message)
-            }
-            Refusal::Forbidden(_) => Self::new(StatusCode::FORBIDDEN, "forbidden", message),
-            Refusal::RateLimited(wait) => Self::rate_limited(wait),
-            Refusal::Unavailable => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
-            }
-        }
+        let kind = match refusal {
+            Refusal::Unauthenticated(_) => "unauthenticated",
+            Refusal::Forbidden(_) => "forbidden",
+            Refusal::RateLimited(wait) => return Self::rate_limited(wait),
+            Refusal::Unavailable => "unavailable",
+        };
+        Self::new(refusal.status(), kind, refusal.message())
     }
 }
 

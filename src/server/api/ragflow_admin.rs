@@ -58,12 +58,7 @@ fn internal(context: &str, error: impl std::fmt::Display) -> Failure {
 
 /// Auth failures keep the envelope, with the real HTTP status.
 fn refused(refusal: Refusal) -> Failure {
-    let status = match refusal {
-        Refusal::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
-        Refusal::Forbidden(_) => StatusCode::FORBIDDEN,
-        Refusal::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
-        Refusal::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-    };
+    let status = refusal.status();
     Failure {
         status,
         code: status.as_u16(),

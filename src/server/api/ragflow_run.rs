@@ -362,12 +362,7 @@ pub async fn run(
 
 /// FastAPI's `HTTPException` shape, as RAGFlow's token check answers.
 fn refusal_response(refusal: Refusal) -> Response {
-    let status = match refusal {
-        Refusal::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
-        Refusal::Forbidden(_) => StatusCode::FORBIDDEN,
-        Refusal::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
-        Refusal::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-    };
+    let status = refusal.status();
     let mut response = (status, Json(json!({ "detail": refusal.message() }))).into_response();
     if status == StatusCode::UNAUTHORIZED {
         response
