@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod api_key;
+pub mod audit;
 pub mod execution;
 pub mod overview;
 pub mod provider;

@@ -2,6 +2,7 @@
 //! session (`require_admin()`), then makes one call into the server layer.
 
 pub mod api_keys;
+pub mod audit;
 pub mod auth;
 pub mod error;
 pub mod sandbox;

@@ -14,4 +14,5 @@ mod ragflow_admin;
 mod ragflow_run;
 mod sandbox_settings;
 mod scripted;
+mod settings_audit;
 mod system_setting;

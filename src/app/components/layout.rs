@@ -18,6 +18,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                 <A href="/" exact=true>"Overview"</A>
                 <A href="/admin/sandbox-settings">"Sandbox settings"</A>
                 <A href="/admin/api-keys">"API keys"</A>
+                <A href="/admin/audit">"Settings audit"</A>
             </nav>
             <div class="account">
                 <Transition fallback=|| ()>

@@ -5,3 +5,4 @@ pub mod login;
 pub mod not_found;
 pub mod overview;
 pub mod sandbox_settings;
+pub mod settings_audit;

@@ -43,3 +43,45 @@ pub async fn recent(pool: &SqlitePool, limit: i64) -> Result<Vec<AuditEntry>, sq
     .fetch_all(pool)
     .await
 }
+
+/// Page `page` (1-based) of `size` entries, newest first, and how many entries exist.
+pub async fn page(
+    pool: &SqlitePool,
+    page: u32,
+    size: u32,
+) -> Result<(Vec<crate::model::audit::AuditEntry>, i64), sqlx::Error> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        id: i64,
+        actor: String,
+        setting: String,
+        provider: Option<String>,
+        action: String,
+        changed_keys: String,
+        created_at: String,
+    }
+    let total: i64 = sqlx::query_scalar("select count(*) from settings_audit")
+        .fetch_one(pool)
+        .await?;
+    let rows: Vec<Row> = sqlx::query_as(
+        "select id, actor, setting, provider, action, changed_keys, created_at from settings_audit \
+         order by id desc limit ? offset ?",
+    )
+    .bind(i64::from(size))
+    .bind(i64::from(page.saturating_sub(1)) * i64::from(size))
+    .fetch_all(pool)
+    .await?;
+    let entries = rows
+        .into_iter()
+        .map(|row| crate::model::audit::AuditEntry {
+            id: row.id,
+            actor: row.actor,
+            setting: row.setting,
+            provider: row.provider,
+            action: row.action,
+            changed_keys: serde_json::from_str(&row.changed_keys).unwrap_or_default(),
+            created_at: row.created_at,
+        })
+        .collect();
+    Ok((entries, total))
+}

@@ -1,0 +1,26 @@
+use leptos::prelude::*;
+
+use crate::{model::audit::AuditPage, server_fns::error::AppError};
+
+/// One page (1-based; past the end shows the last) of the settings audit, newest first.
+#[server(prefix = "/rpc", endpoint = "settings_audit")]
+pub async fn settings_audit(#[server(default)] page: u32) -> Result<AuditPage, AppError> {
+    use crate::{model::audit::PAGE_SIZE, server_fns::guard::internal};
+
+    crate::server_fns::require_admin().await?;
+    let state = expect_context::<crate::server::state::AppState>();
+    let (_, total) = crate::server::db::settings_audit::page(&state.pool, 1, 0)
+        .await
+        .map_err(internal)?;
+    let pages = (total.max(1) as u64).div_ceil(u64::from(PAGE_SIZE)) as u32;
+    let page = page.clamp(1, pages);
+    let (entries, total) = crate::server::db::settings_audit::page(&state.pool, page, PAGE_SIZE)
+        .await
+        .map_err(internal)?;
+    Ok(AuditPage {
+        entries,
+        page,
+        pages,
+        total,
+    })
+}

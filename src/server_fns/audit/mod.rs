@@ -1,0 +1,5 @@
+//! Server functions of the settings-audit page.
+
+mod list;
+
+pub use list::*;
