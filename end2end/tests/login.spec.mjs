@@ -19,7 +19,7 @@ test('an admin signs in, sees the shell, and signs out', async ({ page, javaScri
   await expect(page.getByTestId('admin-name')).toHaveText(USER);
   await expect(page.getByRole('heading', { name: 'Overview', level: 1 })).toBeVisible();
   await expect(page.getByTestId('overview')).toContainText('Administrators');
-  await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link')).toHaveText(['Overview', 'Sandbox settings', 'API keys', 'Settings audit']);
+  await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link')).toHaveText(['Overview', 'Sandbox settings', 'History', 'API keys', 'Settings audit']);
   await expectInteractive(page, javaScriptEnabled);
   await page.screenshot({ path: testInfo.outputPath(`shell-${testInfo.project.name}.png`), fullPage: true });
 

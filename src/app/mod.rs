@@ -15,8 +15,13 @@ use leptos_router::{
 
 use components::layout::Layout;
 use pages::{
-    api_keys::ApiKeysPage, login::LoginPage, not_found::NotFoundPage, overview::OverviewPage,
-    sandbox_settings::SandboxSettingsPage, settings_audit::SettingsAuditPage,
+    api_keys::ApiKeysPage,
+    history::{ExecutionPage, HistoryListPage},
+    login::LoginPage,
+    not_found::NotFoundPage,
+    overview::OverviewPage,
+    sandbox_settings::SandboxSettingsPage,
+    settings_audit::SettingsAuditPage,
 };
 
 /// The application. Every route renders with `SsrMode::Async` so the full page, data
@@ -34,6 +39,8 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/") view=|| view! { <Layout><OverviewPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/sandbox-settings") view=|| view! { <Layout><SandboxSettingsPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/api-keys") view=|| view! { <Layout><ApiKeysPage/></Layout> } ssr=SsrMode::Async/>
+                <Route path=path!("/admin/history") view=|| view! { <Layout><HistoryListPage/></Layout> } ssr=SsrMode::Async/>
+                <Route path=path!("/admin/history/:id") view=|| view! { <Layout><ExecutionPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/audit") view=|| view! { <Layout><SettingsAuditPage/></Layout> } ssr=SsrMode::Async/>
             </Routes>
         </Router>

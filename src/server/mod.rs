@@ -9,6 +9,7 @@ pub mod db;
 pub mod flash;
 pub mod gateway_cli;
 pub mod health;
+pub mod history;
 pub mod sandbox_settings;
 pub mod secrets;
 pub mod startup;

@@ -20,7 +20,7 @@ use crate::{
     sandbox::{registry::Registry, Error as SandboxError, SandboxProvider},
     server::{
         db::{
-            execution::{self, Caller, NewExecution},
+            execution::{self, Caller, Content, NewExecution},
             settings_audit,
             system_setting::{self, SettingError},
         },
@@ -574,6 +574,23 @@ impl SandboxService {
             ),
             Err(error) => ("error".to_owned(), None, 0, 0, Some(error.to_string())),
         };
+        let keep = match crate::server::history::settings(&self.pool).await {
+            Ok(settings) if settings.keep_content => Some(settings.max_content_bytes as usize),
+            Ok(_) => None,
+            Err(error) => {
+                tracing::warn!(%error, "could not read the history settings; keeping no content");
+                None
+            }
+        };
+        let (stdout, stderr) = match outcome {
+            Ok(result) => (result.stdout.as_str(), result.stderr.as_str()),
+            Err(_) => ("", error.as_deref().unwrap_or_default()),
+        };
+        let content = keep.map(|max| Content {
+            code: crate::server::history::cut(&request.code, max),
+            stdout: crate::server::history::cut(stdout, max),
+            stderr: crate::server::history::cut(stderr, max),
+        });
         let row = NewExecution {
             caller,
             provider: kind,
@@ -585,6 +602,7 @@ impl SandboxService {
             input_bytes,
             output_bytes,
             error: error.as_deref(),
+            content,
         };
         if let Err(error) = execution::record(&self.pool, &row).await {
             tracing::warn!(%error, "could not record an execution in the history");

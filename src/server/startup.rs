@@ -36,7 +36,7 @@ use crate::{
         assets,
         auth::{account, gate::gate, password, rate_limit::LoginLimiter, routes, session},
         config::Config,
-        db, health,
+        db, health, history,
         sandbox_settings::SandboxService,
         secrets::SecretBox,
         state::AppState,
@@ -47,7 +47,7 @@ pub struct Application {
     listener: TcpListener,
     router: Router,
     state: AppState,
-    session_sweeper: JoinHandle<()>,
+    housekeeping: JoinHandle<()>,
 }
 
 impl Application {
@@ -115,12 +115,17 @@ impl Application {
             .map_err(anyhow::Error::msg)?;
         let sessions = session::layer(store, config.secure_cookies, config.session_idle_minutes);
         let router = router(state.clone(), config.api_max_body_bytes).layer(sessions);
-        let session_sweeper = tokio::spawn(sweep_expired_sessions(pool));
+        let housekeeping = tokio::spawn(async move {
+            tokio::join!(
+                sweep_expired_sessions(pool.clone()),
+                history::keep_trimmed(pool, Duration::from_secs(600)),
+            );
+        });
         Ok(Self {
             listener,
             router: add_outer_layers(router),
             state,
-            session_sweeper,
+            housekeeping,
         })
     }
 
@@ -151,13 +156,13 @@ impl Application {
             listener,
             router,
             state,
-            session_sweeper,
+            housekeeping,
         } = self;
         let service = router.into_make_service_with_connect_info::<SocketAddr>();
         let result = axum::serve(listener, service)
             .with_graceful_shutdown(stop)
             .await;
-        session_sweeper.abort();
+        housekeeping.abort();
         state.pool.close().await;
         tracing::info!("stopped");
         result
@@ -196,6 +201,8 @@ fn router(state: AppState, api_max_body_bytes: usize) -> Router<()> {
     Router::new()
         .merge(api)
         .route("/readyz", get(health::readyz))
+        .route("/admin/history/export.csv", get(history::export_csv))
+        .route("/admin/history/export.json", get(history::export_json))
         .route("/auth/login", post(routes::login))
         .route("/auth/logout", post(routes::logout))
         .leptos_routes_with_context(&state, routes, context, page)

@@ -13,6 +13,9 @@ pub enum AppError {
     /// The request itself is wrong; the message says how to fix it.
     #[error("{0}")]
     BadRequest(String),
+    /// What was asked for does not exist.
+    #[error("{0}")]
+    NotFound(String),
     /// The sandbox provider failed (unreachable, misconfigured, ...).
     #[error("{0}")]
     Provider(String),
@@ -29,6 +32,7 @@ impl AppError {
         match self {
             AppError::Unauthorized => 401,
             AppError::BadRequest(_) => 400,
+            AppError::NotFound(_) => 404,
             AppError::Provider(_) => 502,
             AppError::Internal => 500,
             AppError::ServerFn(

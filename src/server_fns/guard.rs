@@ -57,6 +57,9 @@ pub(crate) fn plain_form() -> bool {
 /// Session key of the sandbox page's one-time outcome.
 pub(crate) const SANDBOX_FLASH: &str = "sandbox_flash";
 
+/// Session key of the history page's one-time outcome.
+pub(crate) const HISTORY_FLASH: &str = "history_flash";
+
 /// Session key of the API-keys page's one-time outcome.
 pub(crate) const API_KEY_FLASH: &str = "api_key_flash";
 

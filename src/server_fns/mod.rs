@@ -5,6 +5,7 @@ pub mod api_keys;
 pub mod audit;
 pub mod auth;
 pub mod error;
+pub mod history;
 pub mod sandbox;
 pub mod system;
 

@@ -9,6 +9,7 @@ mod gateway;
 mod gateway_cli;
 mod health;
 mod helpers;
+mod history;
 mod pages;
 mod ragflow_admin;
 mod ragflow_run;

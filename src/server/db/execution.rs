@@ -3,6 +3,8 @@
 use sha2::{Digest, Sha256};
 use sqlx::SqlitePool;
 
+use crate::model::history::{ExecutionDetail, ExecutionSummary, HistoryFilter};
+
 /// Who asked for a run, and through which door.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
@@ -45,6 +47,15 @@ pub struct NewExecution<'a> {
     pub input_bytes: usize,
     pub output_bytes: usize,
     pub error: Option<&'a str>,
+    /// Code and output to keep (already cut to size), when the history keeps content.
+    pub content: Option<Content<'a>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Content<'a> {
+    pub code: &'a str,
+    pub stdout: &'a str,
+    pub stderr: &'a str,
 }
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
@@ -75,8 +86,8 @@ pub fn sha256(text: &str) -> String {
 pub async fn record(pool: &SqlitePool, run: &NewExecution<'_>) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar(
         "insert into execution (caller, caller_kind, source, provider, language, status, exit_code, \
-         duration_ms, code_sha256, input_bytes, output_bytes, error) \
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning id",
+         duration_ms, code_sha256, input_bytes, output_bytes, error, code, stdout, stderr) \
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning id",
     )
     .bind(&run.caller.name)
     .bind(run.caller.kind)
@@ -90,6 +101,9 @@ pub async fn record(pool: &SqlitePool, run: &NewExecution<'_>) -> Result<i64, sq
     .bind(run.input_bytes as i64)
     .bind(run.output_bytes as i64)
     .bind(run.error)
+    .bind(run.content.as_ref().map(|c| c.code))
+    .bind(run.content.as_ref().map(|c| c.stdout))
+    .bind(run.content.as_ref().map(|c| c.stderr))
     .fetch_one(pool)
     .await
 }
@@ -103,4 +117,210 @@ pub async fn recent(pool: &SqlitePool, limit: i64) -> Result<Vec<ExecutionRow>, 
     .bind(limit)
     .fetch_all(pool)
     .await
+}
+
+const SUMMARY: &str = "id, created_at, caller, caller_kind, source, provider, language, status, \
+                       exit_code, duration_ms, input_bytes, output_bytes";
+
+#[derive(sqlx::FromRow)]
+struct SummaryRow {
+    id: i64,
+    created_at: String,
+    caller: String,
+    caller_kind: String,
+    source: String,
+    provider: String,
+    language: String,
+    status: String,
+    exit_code: Option<i64>,
+    duration_ms: i64,
+    input_bytes: i64,
+    output_bytes: i64,
+}
+
+impl From<SummaryRow> for ExecutionSummary {
+    fn from(r: SummaryRow) -> Self {
+        ExecutionSummary {
+            id: r.id,
+            created_at: r.created_at,
+            caller: r.caller,
+            caller_kind: r.caller_kind,
+            source: r.source,
+            provider: r.provider,
+            language: r.language,
+            status: r.status,
+            exit_code: r.exit_code,
+            duration_ms: r.duration_ms,
+            input_bytes: r.input_bytes,
+            output_bytes: r.output_bytes,
+        }
+    }
+}
+
+/// `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM[:SS]` (a space for the `T` is fine), normalised.
+pub fn parse_time(text: &str) -> Result<Option<String>, String> {
+    let text = text.trim().replacen(' ', "T", 1);
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let shape_ok = text.len() >= 10
+        && text.len() <= 19
+        && text.char_indices().all(|(i, c)| match i {
+            4 | 7 => c == '-',
+            10 => c == 'T',
+            13 | 16 => c == ':',
+            _ => c.is_ascii_digit(),
+        })
+        && matches!(text.len(), 10 | 16 | 19);
+    if shape_ok {
+        Ok(Some(text))
+    } else {
+        Err(format!(
+            "{text:?} is not a time: use YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)."
+        ))
+    }
+}
+
+/// The `where` clause of a filter, with its bound values in order.
+fn conditions(filter: &HistoryFilter) -> Result<(String, Vec<String>), String> {
+    let mut clauses = vec!["1 = 1".to_owned()];
+    let mut binds = Vec::new();
+    for (column, value) in [
+        ("provider", &filter.provider),
+        ("status", &filter.status),
+        ("caller", &filter.caller),
+    ] {
+        if !value.trim().is_empty() {
+            clauses.push(format!("{column} = ?"));
+            binds.push(value.trim().to_owned());
+        }
+    }
+    if let Some(from) = parse_time(&filter.from)? {
+        clauses.push("created_at >= ?".into());
+        binds.push(from);
+    }
+    if let Some(to) = parse_time(&filter.to)? {
+        // Inclusive of the whole day (or minute) named.
+        clauses.push("substr(created_at, 1, length(?)) <= ?".into());
+        binds.push(to.clone());
+        binds.push(to);
+    }
+    Ok((clauses.join(" and "), binds))
+}
+
+/// Runs matching `filter`, newest first, and how many match. `Err(message)` for a bad filter.
+pub async fn search(
+    pool: &SqlitePool,
+    filter: &HistoryFilter,
+    limit: u32,
+    offset: u64,
+) -> Result<Result<(Vec<ExecutionSummary>, i64), String>, sqlx::Error> {
+    let (clause, binds) = match conditions(filter) {
+        Ok(parts) => parts,
+        Err(message) => return Ok(Err(message)),
+    };
+    let count_sql = format!("select count(*) from execution where {clause}");
+    let mut count = sqlx::query_scalar::<_, i64>(&count_sql);
+    for bind in &binds {
+        count = count.bind(bind);
+    }
+    let total = count.fetch_one(pool).await?;
+    let sql =
+        format!("select {SUMMARY} from execution where {clause} order by id desc limit ? offset ?");
+    let mut rows = sqlx::query_as::<_, SummaryRow>(&sql);
+    for bind in &binds {
+        rows = rows.bind(bind);
+    }
+    let rows = rows
+        .bind(i64::from(limit))
+        .bind(offset as i64)
+        .fetch_all(pool)
+        .await?;
+    Ok(Ok((rows.into_iter().map(Into::into).collect(), total)))
+}
+
+pub async fn detail(pool: &SqlitePool, id: i64) -> Result<Option<ExecutionDetail>, sqlx::Error> {
+    #[derive(sqlx::FromRow)]
+    struct Extra {
+        code_sha256: String,
+        error: Option<String>,
+        code: Option<String>,
+        stdout: Option<String>,
+        stderr: Option<String>,
+    }
+    let summary: Option<SummaryRow> =
+        sqlx::query_as(&format!("select {SUMMARY} from execution where id = ?"))
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
+    let Some(summary) = summary else {
+        return Ok(None);
+    };
+    let extra: Extra = sqlx::query_as(
+        "select code_sha256, error, code, stdout, stderr from execution where id = ?",
+    )
+    .bind(id)
+    .fetch_one(pool)
+    .await?;
+    Ok(Some(ExecutionDetail {
+        summary: summary.into(),
+        code_sha256: extra.code_sha256,
+        error: extra.error,
+        code: extra.code,
+        stdout: extra.stdout,
+        stderr: extra.stderr,
+    }))
+}
+
+/// The distinct values of a column, for filter menus.
+pub async fn distinct(pool: &SqlitePool, column: &str) -> Result<Vec<String>, sqlx::Error> {
+    let column = match column {
+        "provider" | "status" => column,
+        _ => return Ok(Vec::new()),
+    };
+    sqlx::query_scalar(&format!(
+        "select distinct {column} from execution order by {column}"
+    ))
+    .fetch_all(pool)
+    .await
+}
+
+/// Deletes runs older than `days` and, beyond `max_rows`, the oldest; returns how many.
+pub async fn enforce_retention(
+    pool: &SqlitePool,
+    days: u32,
+    max_rows: u32,
+) -> Result<u64, sqlx::Error> {
+    let old = sqlx::query(
+        "delete from execution where created_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)",
+    )
+    .bind(format!("-{days} days"))
+    .execute(pool)
+    .await?
+    .rows_affected();
+    let surplus = sqlx::query(
+        "delete from execution where id <= (select id from execution order by id desc limit 1 offset ?)",
+    )
+    .bind(i64::from(max_rows))
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(old + surplus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_take_a_day_or_a_minute() {
+        assert_eq!(parse_time(" 2026-12-01 "), Ok(Some("2026-12-01".into())));
+        assert_eq!(
+            parse_time("2026-12-01 10:30"),
+            Ok(Some("2026-12-01T10:30".into()))
+        );
+        assert_eq!(parse_time(""), Ok(None));
+        assert!(parse_time("yesterday").is_err());
+        assert!(parse_time("2026-12-01T10").is_err());
+    }
 }

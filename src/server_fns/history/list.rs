@@ -1,0 +1,51 @@
+use leptos::prelude::*;
+
+use crate::{
+    model::history::{HistoryFilter, HistoryPage},
+    server_fns::error::AppError,
+};
+
+/// One page (1-based; past the end shows the last) of the runs matching the filter, newest
+/// first, with the values the filter menus offer and the history settings.
+#[server(prefix = "/rpc", endpoint = "execution_history")]
+pub async fn execution_history(
+    #[server(default)] filter: HistoryFilter,
+    #[server(default)] page: u32,
+) -> Result<HistoryPage, AppError> {
+    use crate::{
+        model::history::PAGE_SIZE,
+        server::db::execution,
+        server_fns::guard::{internal, reject},
+    };
+
+    crate::server_fns::require_admin().await?;
+    let state = expect_context::<crate::server::state::AppState>();
+    let pool = &state.pool;
+    let first = execution::search(pool, &filter, 0, 0)
+        .await
+        .map_err(internal)?
+        .map_err(|message| reject(AppError::BadRequest(message)))?;
+    let pages = (first.1.max(1) as u64).div_ceil(u64::from(PAGE_SIZE)) as u32;
+    let page = page.clamp(1, pages);
+    let offset = u64::from(page - 1) * u64::from(PAGE_SIZE);
+    let (entries, total) = execution::search(pool, &filter, PAGE_SIZE, offset)
+        .await
+        .map_err(internal)?
+        .map_err(|message| reject(AppError::BadRequest(message)))?;
+    Ok(HistoryPage {
+        entries,
+        filter,
+        page,
+        pages,
+        total,
+        providers: execution::distinct(pool, "provider")
+            .await
+            .map_err(internal)?,
+        statuses: execution::distinct(pool, "status")
+            .await
+            .map_err(internal)?,
+        settings: crate::server::history::settings(pool)
+            .await
+            .map_err(internal)?,
+    })
+}
