@@ -143,7 +143,7 @@ fn KeyRow(key: ApiKeyInfo) -> impl IntoView {
                     None => view! {
                         <form method="post" action="/rpc/revoke_api_key" class="inline">
                             <input type="hidden" name="id" value=key.id.to_string()/>
-                            <button type="submit" class="button secondary danger"
+                            <button type="submit" class="button ghost danger"
                                 data-testid=format!("revoke-{}", key.name)>"Revoke"</button>
                         </form>
                     }.into_any(),

@@ -109,7 +109,7 @@ fn History(page: HistoryPage, flash: Option<HistoryFlash>) -> impl IntoView {
                 </div>
                 <div class="actions">
                     <button type="submit" class="button" data-testid="filter">"Filter"</button>
-                    <a href="/admin/history" class="button secondary">"Clear"</a>
+                    <a href="/admin/history" class="button ghost">"Clear"</a>
                 </div>
             </form>
         </section>
