@@ -24,6 +24,9 @@ async fn main() -> anyhow::Result<()> {
             let app = Application::build(config.clone()).await?;
             // Scripts (and people) read the real address here, also when --listen asked for port 0.
             println!("sandbox-console listening on http://{}", app.local_addr());
+            if let Some(address) = app.metrics_addr() {
+                println!("metrics (no authentication) on http://{address}/metrics");
+            }
             app.run_until_stopped().await?;
             0
         }

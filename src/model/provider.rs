@@ -23,3 +23,11 @@ pub struct HealthReport {
     #[serde(default)]
     pub details: Map<String, Value>,
 }
+
+/// How many sandboxes a provider may run at once and how many are running, for providers
+/// that have such a pool (local run slots, docker containers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolState {
+    pub size: u64,
+    pub busy: u64,
+}

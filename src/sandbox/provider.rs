@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::{
     model::{
         execution::{ExecRequest, ExecutionResult, Language},
-        provider::{HealthReport, ProviderInfo},
+        provider::{HealthReport, PoolState, ProviderInfo},
     },
     sandbox::Error,
 };
@@ -30,6 +30,12 @@ pub trait SandboxProvider: Debug + Send + Sync + 'static {
 
     /// Can this provider run code right now? Never panics; explains what it found.
     async fn health(&self) -> HealthReport;
+
+    /// Its pool right now, for providers that have one; cheap (no I/O), for metrics and the
+    /// dashboard.
+    fn pool_state(&self) -> Option<PoolState> {
+        None
+    }
 
     async fn create_instance(&self, language: Language) -> Result<Instance, Error>;
 

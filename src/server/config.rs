@@ -205,6 +205,10 @@ pub struct Config {
         global = true
     )]
     pub api_max_body_bytes: usize,
+    /// Also serve `/metrics` here, without authentication (e.g. 127.0.0.1:9464 for a local
+    /// Prometheus). On the main address `/metrics` needs an admin session or an admin key.
+    #[arg(long, env = "SANDBOX_CONSOLE_METRICS_LISTEN", global = true)]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl Config {
@@ -252,6 +256,7 @@ impl std::fmt::Debug for Config {
             .field("login_window_secs", &self.login_window_secs)
             .field("api_rate_limit", &self.api_rate_limit)
             .field("api_max_body_bytes", &self.api_max_body_bytes)
+            .field("metrics_listen", &self.metrics_listen)
             .finish()
     }
 }

@@ -10,6 +10,7 @@ pub mod flash;
 pub mod gateway_cli;
 pub mod health;
 pub mod history;
+pub mod metrics;
 pub mod sandbox_settings;
 pub mod secrets;
 pub mod startup;

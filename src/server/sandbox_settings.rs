@@ -58,6 +58,8 @@ struct Loaded {
 
 pub struct SandboxService {
     pool: SqlitePool,
+    /// Counted when the server runs this service (the CLI has none).
+    metrics: Option<Arc<crate::server::metrics::Metrics>>,
     registry: Registry,
     secrets: SecretBox,
     loaded: Loaded,
@@ -82,6 +84,7 @@ impl SandboxService {
     ) -> Result<Self, SettingError> {
         let service = SandboxService {
             pool,
+            metrics: None,
             registry,
             secrets,
             loaded: Loaded {
@@ -106,6 +109,12 @@ impl SandboxService {
         }
         service.load_active().await?;
         Ok(service)
+    }
+
+    /// Counts every run in `metrics` from now on.
+    pub fn with_metrics(mut self, metrics: Arc<crate::server::metrics::Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// The kind `sandbox.provider_type` names, if set.
@@ -604,6 +613,16 @@ impl SandboxService {
             error: error.as_deref(),
             content,
         };
+        if let Some(metrics) = &self.metrics {
+            let ran = outcome.as_ref().ok();
+            metrics.execution(
+                kind,
+                &status,
+                caller.source,
+                ran.map(|r| r.wall_time_ms),
+                ran.and_then(|r| r.metadata.get("queue_wait_ms").and_then(Value::as_u64)),
+            );
+        }
         if let Err(error) = execution::record(&self.pool, &row).await {
             tracing::warn!(%error, "could not record an execution in the history");
         }

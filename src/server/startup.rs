@@ -37,6 +37,7 @@ use crate::{
         auth::{account, gate::gate, password, rate_limit::LoginLimiter, routes, session},
         config::Config,
         db, health, history,
+        metrics::{self, Metrics},
         sandbox_settings::SandboxService,
         secrets::SecretBox,
         state::AppState,
@@ -45,6 +46,8 @@ use crate::{
 
 pub struct Application {
     listener: TcpListener,
+    /// `--metrics-listen`: `/metrics` without authentication, nothing else.
+    metrics_listener: Option<TcpListener>,
     router: Router,
     state: AppState,
     housekeeping: JoinHandle<()>,
@@ -76,14 +79,24 @@ impl Application {
         password::warm_up().await;
         let secrets = SecretBox::load(&config.data_dir, config.secret_key.as_deref())
             .context("cannot load the key that encrypts stored secrets")?;
+        let metrics = Arc::new(Metrics::new());
         let sandbox = SandboxService::start(pool.clone(), registry, secrets)
             .await
-            .context("cannot load the sandbox settings")?;
+            .context("cannot load the sandbox settings")?
+            .with_metrics(metrics.clone());
 
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let local_addr = listener.local_addr()?;
+        let metrics_listener = match config.metrics_listen {
+            Some(address) => Some(
+                TcpListener::bind(address)
+                    .await
+                    .with_context(|| format!("cannot listen on {address} for metrics"))?,
+            ),
+            None => None,
+        };
 
         let env = match std::env::var("LEPTOS_ENV").as_deref() {
             Ok("DEV" | "dev" | "development") => Env::DEV,
@@ -106,6 +119,7 @@ impl Application {
                 Duration::from_secs(config.login_window_secs),
             )),
             api_limiter: Arc::new(ApiLimiter::new(config.api_rate_limit)),
+            metrics,
             sandbox: Arc::new(sandbox),
             started: (Instant::now(), SystemTime::now()),
         };
@@ -123,6 +137,7 @@ impl Application {
         });
         Ok(Self {
             listener,
+            metrics_listener,
             router: add_outer_layers(router),
             state,
             housekeeping,
@@ -137,6 +152,13 @@ impl Application {
         self.listener
             .local_addr()
             .expect("a bound listener has an address")
+    }
+
+    /// Where `--metrics-listen` serves `/metrics`, if it was asked for.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
     }
 
     pub fn state(&self) -> &AppState {
@@ -154,15 +176,30 @@ impl Application {
     ) -> std::io::Result<()> {
         let Self {
             listener,
+            metrics_listener,
             router,
             state,
             housekeeping,
         } = self;
+        let metrics_server = metrics_listener.map(|listener| {
+            let router = Router::new()
+                .route("/metrics", get(metrics::open_metrics))
+                .fallback(metrics::not_found)
+                .with_state(state.clone());
+            tokio::spawn(async move {
+                if let Err(error) = axum::serve(listener, router).await {
+                    tracing::error!(%error, "the metrics listener stopped");
+                }
+            })
+        });
         let service = router.into_make_service_with_connect_info::<SocketAddr>();
         let result = axum::serve(listener, service)
             .with_graceful_shutdown(stop)
             .await;
         housekeeping.abort();
+        if let Some(server) = metrics_server {
+            server.abort();
+        }
         state.pool.close().await;
         tracing::info!("stopped");
         result
@@ -203,9 +240,14 @@ fn router(state: AppState, api_max_body_bytes: usize) -> Router<()> {
         .route("/readyz", get(health::readyz))
         .route("/admin/history/export.csv", get(history::export_csv))
         .route("/admin/history/export.json", get(history::export_json))
+        .route("/metrics", get(metrics::metrics))
         .route("/auth/login", post(routes::login))
         .route("/auth/logout", post(routes::logout))
         .leptos_routes_with_context(&state, routes, context, page)
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track_http,
+        ))
         .fallback(fallback)
         .layer(middleware::from_fn_with_state(state.clone(), gate))
         .with_state(state)

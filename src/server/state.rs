@@ -14,7 +14,8 @@ use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 use crate::{
     model::overview::SystemOverview,
     server::{
-        api::auth::ApiLimiter, auth::rate_limit::LoginLimiter, db, sandbox_settings::SandboxService,
+        api::auth::ApiLimiter, auth::rate_limit::LoginLimiter, db, metrics::Metrics,
+        sandbox_settings::SandboxService,
     },
 };
 
@@ -26,6 +27,7 @@ pub struct AppState {
     /// Requests per API key per minute.
     pub api_limiter: Arc<ApiLimiter>,
     pub sandbox: Arc<SandboxService>,
+    pub metrics: Arc<Metrics>,
     /// The SQLite file, watched by `/readyz`; `None` for in-memory databases.
     pub database_file: Option<PathBuf>,
     pub started: (Instant, SystemTime),

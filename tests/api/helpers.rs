@@ -15,6 +15,8 @@ pub const PASSWORD: &str = "correct horse battery";
 
 pub struct TestApp {
     pub address: String,
+    /// `--metrics-listen`'s address, when the test asked for one.
+    pub metrics_address: Option<String>,
     pub pool: SqlitePool,
     pub data_dir: TempDir,
     pub client: reqwest::Client,
@@ -61,11 +63,13 @@ async fn spawn_app_full(
         .await
         .expect("the application builds");
     let address = format!("http://127.0.0.1:{}", app.port());
+    let metrics_address = app.metrics_addr().map(|a| format!("http://{a}"));
     let pool = app.state().pool.clone();
     tokio::spawn(app.run_until_stopped());
     let jar = Arc::new(reqwest::cookie::Jar::default());
     TestApp {
         address,
+        metrics_address,
         pool,
         data_dir,
         client: client_with(jar.clone()),
@@ -199,6 +203,7 @@ impl TestApp {
         let jar = Arc::new(reqwest::cookie::Jar::default());
         TestApp {
             address: self.address.clone(),
+            metrics_address: self.metrics_address.clone(),
             pool: self.pool.clone(),
             data_dir: tempfile::tempdir().unwrap(),
             client: client_with(jar.clone()),

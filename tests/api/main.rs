@@ -10,6 +10,7 @@ mod gateway_cli;
 mod health;
 mod helpers;
 mod history;
+mod metrics;
 mod pages;
 mod ragflow_admin;
 mod ragflow_run;

@@ -61,7 +61,10 @@ pub async fn gate(
             request.extensions_mut().insert(admin);
             next.run(request).await
         }
-        None if path == "/login" || api::owns(&path) => next.run(request).await,
+        // The API and /metrics check an API key (or the admin extension) themselves.
+        None if path == "/login" || api::owns(&path) || path == "/metrics" => {
+            next.run(request).await
+        }
         None if is_api(&path) => unauthenticated(),
         None if matches!(*request.method(), Method::GET | Method::HEAD) => {
             let target = request.uri().path_and_query().map_or("/", |pq| pq.as_str());

@@ -15,7 +15,7 @@ pub use config::{build, schema, LocalConfig};
 use crate::{
     model::{
         execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
-        provider::{HealthReport, ProviderInfo},
+        provider::{HealthReport, PoolState, ProviderInfo},
     },
     sandbox::{
         registry::ProviderKind,
@@ -63,11 +63,13 @@ impl LocalProvider {
         }
     }
 
-    /// Waits up to the queue limit for a free slot; `PoolBusy` after that.
-    async fn admit(&self) -> Result<OwnedSemaphorePermit, Error> {
+    /// Waits up to the queue limit for a free slot; `PoolBusy` after that. Also returns how
+    /// long it waited.
+    async fn admit(&self) -> Result<(OwnedSemaphorePermit, Duration), Error> {
+        let started = std::time::Instant::now();
         let wait = Duration::from_secs(self.config.queue_wait_secs.into());
         match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
-            Ok(Ok(permit)) => Ok(permit),
+            Ok(Ok(permit)) => Ok((permit, started.elapsed())),
             Ok(Err(_closed)) => Err(Error::Backend("the run queue is closed".into())),
             // A run lasts at most the timeout; a slot frees up well before that on average.
             Err(_) => Err(Error::PoolBusy {
@@ -117,6 +119,12 @@ impl SandboxProvider for LocalProvider {
         }
     }
 
+    fn pool_state(&self) -> Option<PoolState> {
+        let size = u64::from(self.config.max_concurrent_runs);
+        let busy = (size as usize).saturating_sub(self.slots.available_permits()) as u64;
+        Some(PoolState { size, busy })
+    }
+
     async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
         // Every run gets a brand-new sandbox in execute(); an instance is only a name for it.
         Ok(Instance {
@@ -141,7 +149,7 @@ impl SandboxProvider for LocalProvider {
             .timeout_secs
             .unwrap_or(self.config.timeout_secs)
             .clamp(1, self.config.timeout_secs);
-        let _slot = self.admit().await?;
+        let (_slot, waited) = self.admit().await?;
         let job = runner::prepare(request);
         let config = self.config.clone();
         let limits = ArtifactLimits {
@@ -173,6 +181,7 @@ impl SandboxProvider for LocalProvider {
         };
         let mut metadata = instance.metadata.clone();
         metadata.insert("provider".into(), json!(KIND));
+        metadata.insert("queue_wait_ms".into(), json!(waited.as_millis() as u64));
         if !raw.skipped_artifacts.is_empty() {
             metadata.insert("skipped_artifacts".into(), json!(raw.skipped_artifacts));
         }

@@ -1,0 +1,260 @@
+//! Prometheus metrics (`prometheus-client`, one registry per application, no globals):
+//! executions by provider/status/source, run latency, queue waits, the active provider's
+//! pool, and HTTP requests by route and status. Served at `/metrics` for an admin session or
+//! an `admin` key, and with no auth on `--metrics-listen` (bind that to a private address).
+
+use std::time::Instant;
+
+use axum::{
+    extract::{MatchedPath, Request, State},
+    http::{header, HeaderMap, StatusCode},
+    middleware::Next,
+    response::{IntoResponse, Response},
+    Extension,
+};
+use prometheus_client::{
+    encoding::{text::encode, EncodeLabelSet},
+    metrics::{
+        counter::Counter,
+        family::Family,
+        gauge::Gauge,
+        histogram::{exponential_buckets, Histogram},
+    },
+    registry::Registry,
+};
+
+use crate::{
+    model::{admin::AdminInfo, api_key::Scope},
+    server::state::AppState,
+};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ExecutionLabels {
+    provider: String,
+    status: String,
+    source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProviderLabel {
+    provider: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    method: String,
+    route: String,
+    status: u16,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn latency_histogram() -> Histogram {
+    // 5 ms .. ~82 s
+    Histogram::new(exponential_buckets(0.005, 2.0, 15))
+}
+
+pub struct Metrics {
+    registry: Registry,
+    executions: Family<ExecutionLabels, Counter>,
+    durations: HistogramFamily<ProviderLabel>,
+    queue_waits: HistogramFamily<ProviderLabel>,
+    pool_size: Family<ProviderLabel, Gauge>,
+    pool_busy: Family<ProviderLabel, Gauge>,
+    pool_idle: Family<ProviderLabel, Gauge>,
+    http_requests: Family<HttpLabels, Counter>,
+    http_durations: HistogramFamily<HttpLabels>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let executions = Family::<ExecutionLabels, Counter>::default();
+        let durations: HistogramFamily<ProviderLabel> =
+            Family::new_with_constructor(latency_histogram);
+        let queue_waits: HistogramFamily<ProviderLabel> =
+            Family::new_with_constructor(latency_histogram);
+        let pool_size = Family::<ProviderLabel, Gauge>::default();
+        let pool_busy = Family::<ProviderLabel, Gauge>::default();
+        let pool_idle = Family::<ProviderLabel, Gauge>::default();
+        let http_requests = Family::<HttpLabels, Counter>::default();
+        let http_durations: HistogramFamily<HttpLabels> =
+            Family::new_with_constructor(latency_histogram);
+        registry.register(
+            "sandbox_executions",
+            "Runs by provider, result status (or error) and source",
+            executions.clone(),
+        );
+        registry.register(
+            "sandbox_execution_duration_seconds",
+            "Wall time of runs",
+            durations.clone(),
+        );
+        registry.register(
+            "sandbox_queue_wait_seconds",
+            "Time runs waited for a free sandbox",
+            queue_waits.clone(),
+        );
+        registry.register(
+            "sandbox_pool_size",
+            "Sandboxes the active provider may run at once",
+            pool_size.clone(),
+        );
+        registry.register(
+            "sandbox_pool_busy",
+            "Sandboxes running a program",
+            pool_busy.clone(),
+        );
+        registry.register(
+            "sandbox_pool_idle",
+            "Sandboxes free for a run",
+            pool_idle.clone(),
+        );
+        registry.register(
+            "http_requests",
+            "HTTP requests by method, matched route and status",
+            http_requests.clone(),
+        );
+        registry.register(
+            "http_request_duration_seconds",
+            "HTTP request latency by method, matched route and status",
+            http_durations.clone(),
+        );
+        Metrics {
+            registry,
+            executions,
+            durations,
+            queue_waits,
+            pool_size,
+            pool_busy,
+            pool_idle,
+            http_requests,
+            http_durations,
+        }
+    }
+
+    /// Counts one run; `wall_ms` and `queue_wait_ms` when the provider ran it.
+    pub fn execution(
+        &self,
+        provider: &str,
+        status: &str,
+        source: &str,
+        wall_ms: Option<u64>,
+        queue_wait_ms: Option<u64>,
+    ) {
+        self.executions
+            .get_or_create(&ExecutionLabels {
+                provider: provider.to_owned(),
+                status: status.to_owned(),
+                source: source.to_owned(),
+            })
+            .inc();
+        let label = ProviderLabel {
+            provider: provider.to_owned(),
+        };
+        if let Some(ms) = wall_ms {
+            self.durations
+                .get_or_create(&label)
+                .observe(ms as f64 / 1000.0);
+        }
+        if let Some(ms) = queue_wait_ms {
+            self.queue_waits
+                .get_or_create(&label)
+                .observe(ms as f64 / 1000.0);
+        }
+    }
+
+    fn set_pool(&self, provider: &str, size: u64, busy: u64) {
+        let label = ProviderLabel {
+            provider: provider.to_owned(),
+        };
+        self.pool_size.get_or_create(&label).set(size as i64);
+        self.pool_busy.get_or_create(&label).set(busy as i64);
+        self.pool_idle
+            .get_or_create(&label)
+            .set(size.saturating_sub(busy) as i64);
+    }
+
+    /// The registry in the text exposition format.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        encode(&mut text, &self.registry).expect("writing to a String cannot fail");
+        text
+    }
+}
+
+/// Counts every routed request (static files and 404s are not routes).
+pub async fn track_http(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let method = request.method().to_string();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let labels = HttpLabels {
+        method,
+        route,
+        status: response.status().as_u16(),
+    };
+    state.metrics.http_requests.get_or_create(&labels).inc();
+    state
+        .metrics
+        .http_durations
+        .get_or_create(&labels)
+        .observe(started.elapsed().as_secs_f64());
+    response
+}
+
+fn exposition(state: &AppState) -> Response {
+    if let Some((kind, provider)) = state.sandbox.active() {
+        if let Some(pool) = provider.pool_state() {
+            state.metrics.set_pool(&kind, pool.size, pool.busy);
+        }
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
+        .into_response()
+}
+
+/// `GET /metrics` on the main address: an admin session or an `admin` key.
+pub async fn metrics(
+    State(state): State<AppState>,
+    admin: Option<Extension<AdminInfo>>,
+    headers: HeaderMap,
+) -> Response {
+    if admin.is_none() {
+        if let Err(refusal) =
+            crate::server::api::auth::authorize(&state, &headers, Scope::Admin).await
+        {
+            return (refusal.status(), refusal.message()).into_response();
+        }
+    }
+    exposition(&state)
+}
+
+/// `GET /metrics` on `--metrics-listen`: no auth; only this route is served there.
+pub async fn open_metrics(State(state): State<AppState>) -> Response {
+    exposition(&state)
+}
+
+pub async fn not_found() -> StatusCode {
+    StatusCode::NOT_FOUND
+}
