@@ -17,9 +17,11 @@ test('an admin signs in, sees the shell, and signs out', async ({ page, javaScri
 
   await expect(page).toHaveURL(/\/$/);
   await expect(page.getByTestId('admin-name')).toHaveText(USER);
-  await expect(page.getByRole('heading', { name: 'Overview', level: 1 })).toBeVisible();
+  await expect(page.getByRole('heading', { name: 'Dashboard', level: 1 })).toBeVisible();
   await expect(page.getByTestId('overview')).toContainText('Administrators');
-  await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link')).toHaveText(['Overview', 'Sandbox settings', 'History', 'API keys', 'Settings audit']);
+  await expect(page.getByTestId('dashboard-provider')).toContainText('Local sandbox');
+  await expect(page.getByTestId('dashboard-health')).toHaveText('Healthy');
+  await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link')).toHaveText(['Dashboard', 'Sandbox settings', 'History', 'API keys', 'Settings audit']);
   await expectInteractive(page, javaScriptEnabled);
   await page.screenshot({ path: testInfo.outputPath(`shell-${testInfo.project.name}.png`), fullPage: true });
 

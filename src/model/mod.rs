@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod api_key;
 pub mod audit;
+pub mod dashboard;
 pub mod execution;
 pub mod history;
 pub mod overview;

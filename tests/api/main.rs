@@ -4,6 +4,7 @@ mod admin_cli;
 mod api_keys;
 mod assets;
 mod auth;
+mod dashboard;
 mod database;
 mod gateway;
 mod gateway_cli;

@@ -15,7 +15,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                 " sandbox-console"
             </a>
             <nav class="mainnav" aria-label="Main">
-                <A href="/" exact=true>"Overview"</A>
+                <A href="/" exact=true>"Dashboard"</A>
                 <A href="/admin/sandbox-settings">"Sandbox settings"</A>
                 <A href="/admin/history">"History"</A>
                 <A href="/admin/api-keys">"API keys"</A>

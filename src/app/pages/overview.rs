@@ -2,22 +2,135 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::{
-    app::components::error_view::ErrorView, model::overview::SystemOverview,
-    server_fns::system::get_overview,
+    app::components::error_view::ErrorView,
+    model::{
+        dashboard::{plot, Dashboard, BUCKET_MINUTES, WINDOW_MINUTES},
+        overview::SystemOverview,
+    },
+    server_fns::system::{get_dashboard, get_overview},
 };
 
-/// The landing page: what this installation is and how it is doing.
+/// The landing page: the active provider and how it is doing, what ran lately, latency over
+/// time, recent failures, and this installation.
 #[component]
 pub fn OverviewPage() -> impl IntoView {
+    let dashboard = Resource::new(|| (), |_| get_dashboard());
     let overview = Resource::new(|| (), |_| get_overview());
     view! {
-        <Title text="Overview"/>
-        <h1>"Overview"</h1>
+        <Title text="Dashboard"/>
+        <h1>"Dashboard"</h1>
         <Transition fallback=|| view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" Loading…"</p> }>
             <ErrorBoundary fallback=|errors| view! { <ErrorView errors/> }>
+                {move || dashboard.get().map(|result| result.map(|d| view! { <DashboardView dashboard=d/> }))}
                 {move || overview.get().map(|result| result.map(|o| view! { <OverviewCard overview=o/> }))}
             </ErrorBoundary>
         </Transition>
+    }
+}
+
+#[component]
+fn DashboardView(dashboard: Dashboard) -> impl IntoView {
+    let health = dashboard.health.clone();
+    let (badge, label) = if health.healthy {
+        ("badge success", "Healthy")
+    } else {
+        ("badge failure", "Unhealthy")
+    };
+    let total: i64 = dashboard.last_hour.iter().map(|(_, n)| n).sum();
+    let runs_in_window: u32 = dashboard.latency.iter().map(|b| b.runs).sum();
+    view! {
+        <div class="dashboard-grid">
+            <section class="card" data-testid="dashboard-provider">
+                <h2>"Active provider"</h2>
+                {if dashboard.active_kind.is_empty() {
+                    view! { <p class="notice error">"None: "<a href="/admin/sandbox-settings">"configure one"</a></p> }.into_any()
+                } else {
+                    view! {
+                        <p class="provider-line">
+                            <a href=format!("/admin/sandbox-settings?provider={}", dashboard.active_kind)><b>{dashboard.active_name.clone()}</b></a>
+                            " " <span class=badge data-testid="dashboard-health" title=health.message.clone()>{label}</span>
+                        </p>
+                    }.into_any()
+                }}
+                <p class="muted">{health.message.clone()}</p>
+                {dashboard.pool.map(|pool| view! {
+                    <p data-testid="dashboard-pool">{format!("Pool: {} busy, {} idle of {}", pool.busy, pool.size.saturating_sub(pool.busy), pool.size)}</p>
+                })}
+            </section>
+            <section class="card" data-testid="dashboard-last-hour">
+                <h2>"Last hour"</h2>
+                {if total == 0 {
+                    view! { <p class="muted">"No runs in the last hour."</p> }.into_any()
+                } else {
+                    view! {
+                        <p class="big">{total} <span class="muted">" run(s)"</span></p>
+                        <ul class="status-list">
+                            {dashboard.last_hour.iter().map(|(status, n)| view! {
+                                <li><a href=format!("/admin/history?status={status}")>{status.clone()}</a> ": " {*n}</li>
+                            }).collect_view()}
+                        </ul>
+                    }.into_any()
+                }}
+            </section>
+        </div>
+        <section class="card" data-testid="dashboard-latency">
+            <h2>{format!("Latency, last {} hours (p50 and p95 per {} minutes)", WINDOW_MINUTES / 60, BUCKET_MINUTES)}</h2>
+            {if runs_in_window == 0 {
+                view! { <p class="muted" data-testid="no-latency">"No runs in this window yet: the plot fills in as code runs."</p> }.into_any()
+            } else {
+                view! { <LatencyPlot dashboard=dashboard.clone()/> }.into_any()
+            }}
+        </section>
+        <section class="card" data-testid="dashboard-failures">
+            <h2>"Recent failures"</h2>
+            {if dashboard.recent_failures.is_empty() {
+                view! { <p class="muted">"None."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="table">
+                        <thead><tr><th>"#"</th><th>"When (UTC)"</th><th>"Caller"</th><th>"Source"</th><th>"Status"</th></tr></thead>
+                        <tbody>
+                            {dashboard.recent_failures.into_iter().map(|r| view! {
+                                <tr>
+                                    <td><a href=format!("/admin/history/{}", r.id)>{r.id}</a></td>
+                                    <td class="nowrap">{r.created_at.replace('T', " ").chars().take(19).collect::<String>()}</td>
+                                    <td>{r.caller}</td>
+                                    <td>{r.source}</td>
+                                    <td><span class="badge failure">{r.status}</span></td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+/// p50 and p95 per bucket as a server-rendered SVG (no script, no chart service).
+#[component]
+fn LatencyPlot(dashboard: Dashboard) -> impl IntoView {
+    const W: f64 = 600.0;
+    const H: f64 = 160.0;
+    let geometry = plot(&dashboard.latency, W, H);
+    let hours = WINDOW_MINUTES / 60;
+    view! {
+        <svg class="plot" viewBox="-48 -12 668 200" role="img" data-testid="latency-plot"
+            aria-label=format!("p50 and p95 latency over the last {hours} hours; top of the scale {} ms", geometry.top_ms)>
+            <line x1="0" y1=H.to_string() x2=W.to_string() y2=H.to_string() class="axis"/>
+            <line x1="0" y1="0" x2="0" y2=H.to_string() class="axis"/>
+            <text x="-6" y="4" class="tick" text-anchor="end">{format!("{} ms", geometry.top_ms)}</text>
+            <text x="-6" y=H.to_string() class="tick" text-anchor="end">"0"</text>
+            <text x="0" y=(H + 18.0).to_string() class="tick">{format!("-{hours} h")}</text>
+            <text x=W.to_string() y=(H + 18.0).to_string() class="tick" text-anchor="end">"now"</text>
+            <polyline points=geometry.p95.clone() class="line p95"/>
+            <polyline points=geometry.p50.clone() class="line p50"/>
+            {geometry.points.iter().map(|(x, y50, y95)| view! {
+                <circle cx=format!("{x:.1}") cy=format!("{y95:.1}") r="3" class="dot p95"/>
+                <circle cx=format!("{x:.1}") cy=format!("{y50:.1}") r="3" class="dot p50"/>
+            }).collect_view()}
+        </svg>
+        <p class="legend"><span class="key p50"></span>" p50 " <span class="key p95"></span>" p95"</p>
     }
 }
 

@@ -308,6 +308,50 @@ pub async fn enforce_retention(
     Ok(old + surplus)
 }
 
+/// Runs in the last hour, by status, most frequent first.
+pub async fn last_hour_by_status(pool: &SqlitePool) -> Result<Vec<(String, i64)>, sqlx::Error> {
+    sqlx::query_as(
+        "select status, count(*) as n from execution \
+         where created_at >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 hour') \
+         group by status order by n desc, status",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// Durations of runs that ran (not provider errors) in the last `minutes`, with the bucket
+/// (`bucket_minutes` wide, 0 = oldest) each fell in. At most 100 000, the newest.
+pub async fn recent_durations(
+    pool: &SqlitePool,
+    minutes: u32,
+    bucket_minutes: u32,
+) -> Result<Vec<(i64, i64)>, sqlx::Error> {
+    sqlx::query_as(
+        "select (cast(strftime('%s', created_at) as integer) - cast(strftime('%s', 'now', ?1) as integer)) / ?2 as bucket, \
+         duration_ms from execution \
+         where created_at >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1) and status != 'error' \
+         order by id desc limit 100000",
+    )
+    .bind(format!("-{minutes} minutes"))
+    .bind(i64::from(bucket_minutes) * 60)
+    .fetch_all(pool)
+    .await
+}
+
+/// The latest runs that did not succeed.
+pub async fn recent_failures(
+    pool: &SqlitePool,
+    limit: u32,
+) -> Result<Vec<ExecutionSummary>, sqlx::Error> {
+    let rows: Vec<SummaryRow> = sqlx::query_as(&format!(
+        "select {SUMMARY} from execution where status != 'success' order by id desc limit ?"
+    ))
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(Into::into).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

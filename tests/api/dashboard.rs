@@ -1,0 +1,80 @@
+//! The dashboard: renders with no runs and with many, counts the last hour, plots latency.
+
+use serde_json::Value;
+
+use crate::helpers::spawn_app;
+
+#[tokio::test]
+async fn a_fresh_installation_shows_an_empty_dashboard_without_a_plot() {
+    let app = spawn_app().await;
+    app.login().await;
+
+    let dashboard = app.call_ok("dashboard", &[]).await;
+    let html = app.get("/").await.text().await.unwrap();
+
+    assert_eq!(dashboard["active_kind"], "local");
+    assert_eq!(dashboard["health"]["healthy"], true);
+    assert_eq!(dashboard["pool"], serde_json::json!({"size": 8, "busy": 0}));
+    assert_eq!(dashboard["latency"].as_array().unwrap().len(), 24);
+    assert!(dashboard["latency"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|b| b["runs"] == 0));
+    assert!(html.contains("No runs in this window yet"));
+    assert!(!html.contains("data-testid=\"latency-plot\""));
+}
+
+#[tokio::test]
+async fn many_runs_fill_the_counts_the_plot_and_the_failures() {
+    let app = spawn_app().await;
+    // 600 runs spread over the last 10 hours (some before the window), one in ten a timeout.
+    sqlx::query(
+        "with recursive n(i) as (select 0 union all select i + 1 from n where i < 599) \
+         insert into execution (caller, caller_kind, source, provider, language, status, exit_code, duration_ms, \
+         code_sha256, input_bytes, output_bytes, created_at) \
+         select 'agent', 'api_key', 'rest', 'local', 'python', case when i % 10 = 0 then 'timeout' else 'success' end, \
+         0, 10 + i % 100, 'x', 1, 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || i || ' minutes') from n",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    app.login().await;
+
+    let dashboard = app.call_ok("dashboard", &[]).await;
+    let html = app.get("/").await.text().await.unwrap();
+
+    let last_hour: Vec<(String, i64)> = dashboard["last_hour"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_str().unwrap().to_owned(), p[1].as_i64().unwrap()))
+        .collect();
+    let total: i64 = last_hour.iter().map(|(_, n)| n).sum();
+    assert!((60..=61).contains(&total), "{last_hour:?}");
+    assert_eq!(last_hour[0].0, "success");
+    let buckets = dashboard["latency"].as_array().unwrap();
+    let runs: u64 = buckets.iter().map(|b| b["runs"].as_u64().unwrap()).sum();
+    assert!(
+        (359..=361).contains(&runs),
+        "the 6-hour window holds about 360 runs: {runs}"
+    );
+    let newest: &Value = buckets.last().unwrap();
+    assert!(newest["p95_ms"].as_u64().unwrap() >= newest["p50_ms"].as_u64().unwrap());
+    assert_eq!(dashboard["recent_failures"].as_array().unwrap().len(), 10);
+    assert_eq!(dashboard["recent_failures"][0]["status"], "timeout");
+    assert!(html.contains("data-testid=\"latency-plot\"") && html.contains("<polyline"));
+    assert!(
+        html.contains("href=\"/admin/history/"),
+        "failures link to their detail"
+    );
+}
+
+#[tokio::test]
+async fn anonymous_callers_cannot_read_the_dashboard() {
+    let app = spawn_app().await;
+
+    let response = app.call("dashboard", &[]).await;
+
+    assert_eq!(response.status().as_u16(), 401);
+}
