@@ -1,10 +1,10 @@
 # The two commands the README promises: `make run` and `make test`.
-.PHONY: run test setup build release lint unit e2e clean
+.PHONY: run test setup build release lint unit bench bench-smoke e2e clean
 
 run: build
 	./target/debug/sandbox-console
 
-test: build lint unit e2e
+test: build lint unit bench-smoke e2e
 
 setup:
 	scripts/setup.sh
@@ -25,6 +25,14 @@ lint:
 unit:
 	cargo test --features ssr --lib --bins
 	cargo test --features ssr --test api -- --test-threads=1
+
+# The benchmark harness; writes BENCHMARKS.md (commit it with the machine's numbers).
+bench: setup
+	RUST_LOG=error cargo run --release --features ssr --example bench -- --out BENCHMARKS.md
+
+# The same harness with a few iterations: it must run, its numbers mean nothing.
+bench-smoke:
+	RUST_LOG=error cargo run --features ssr --example bench -- --smoke --out target/bench-smoke.md
 
 e2e:
 	scripts/e2e.sh

@@ -1,0 +1,392 @@
+//! The benchmark harness (`make bench`): in one run, side by side, the floors (bare
+//! `python3.11 -c pass`; raw docker exec when a docker provider exists) and sandbox-console's
+//! paths: the local provider in-process and through `POST /api/v1/execute`, the gateway
+//! overhead with a provider that answers at once (`noop`, defined here), SSR of the settings
+//! page, and throughput at concurrency 1, 2, 4, 8. Writes a Markdown report: ratios to the
+//! floors first, absolute times second, the machine described.
+//!
+//! `cargo run --release --features ssr --example bench -- [--smoke] [--out FILE]`
+//! `--smoke`: a few iterations (the test command runs this; it asserts nothing about speed).
+
+use std::{fmt::Write as _, process::Command, sync::Arc, time::Instant};
+
+use async_trait::async_trait;
+use sandbox_console::{
+    model::{
+        execution::{ExecRequest, ExecStatus, ExecutionResult, Language, ReturnValue},
+        provider::{HealthReport, ProviderInfo},
+        schema::ConfigSchema,
+        settings::SaveOutcome,
+    },
+    sandbox::{providers, registry::ProviderKind, Error, Instance, SandboxProvider},
+    server::{
+        config::Config,
+        db::{api_key, execution::Caller},
+        startup::Application,
+    },
+};
+use serde_json::{json, Map, Value};
+
+#[derive(Debug)]
+struct Noop(ProviderInfo);
+
+fn noop_info() -> ProviderInfo {
+    ProviderInfo {
+        kind: "noop".into(),
+        name: "No-op".into(),
+        description: "Answers at once without running anything.".into(),
+        tags: vec![],
+    }
+}
+
+#[async_trait]
+impl SandboxProvider for Noop {
+    fn info(&self) -> &ProviderInfo {
+        &self.0
+    }
+    fn languages(&self) -> &[Language] {
+        &Language::ALL
+    }
+    async fn health(&self) -> HealthReport {
+        HealthReport {
+            healthy: true,
+            message: String::new(),
+            details: Map::new(),
+        }
+    }
+    async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
+        Ok(Instance {
+            id: "noop".into(),
+            language,
+            metadata: Map::new(),
+        })
+    }
+    async fn execute(&self, _: &Instance, _: &ExecRequest) -> Result<ExecutionResult, Error> {
+        Ok(ExecutionResult {
+            status: ExecStatus::Success,
+            stdout: String::new(),
+            stderr: String::new(),
+            exit_code: Some(0),
+            wall_time_ms: 0,
+            result: ReturnValue::of(json!(1)),
+            artifacts: vec![],
+            metadata: Map::new(),
+        })
+    }
+    async fn destroy_instance(&self, _: Instance) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// Median and p95 of samples in ms.
+fn stats(mut ms: Vec<f64>) -> (f64, f64) {
+    ms.sort_by(f64::total_cmp);
+    let p95 = ((ms.len() * 95).div_ceil(100)).max(1) - 1;
+    (ms[ms.len() / 2], ms[p95])
+}
+
+/// Times `runs` calls of `f` after `warm` unmeasured ones.
+async fn measure<F, Fut>(runs: usize, warm: usize, mut f: F) -> anyhow::Result<(f64, f64)>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let mut samples = Vec::with_capacity(runs);
+    for i in 0..runs + warm {
+        let started = Instant::now();
+        f().await?;
+        if i >= warm {
+            samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    Ok(stats(samples))
+}
+
+fn first_line(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .map(|o| {
+            let text = if o.stdout.is_empty() {
+                o.stderr
+            } else {
+                o.stdout
+            };
+            String::from_utf8_lossy(&text)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_owned()
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
+        .unwrap_or_else(|| "unknown".into());
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_gib = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|l| l.trim().trim_end_matches(" kB").parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0 / 1024.0);
+    format!(
+        "{} CPU(s) ({model}), {mem_gib:.1} GiB RAM, kernel {}, {}, {}, node {}, {} build",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        first_line("uname", &["-r"]),
+        first_line("rustc", &["--version"]),
+        first_line("/usr/bin/python3.11", &["--version"]),
+        first_line("/usr/bin/node", &["--version"]),
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+    )
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let smoke = args.iter().any(|a| a == "--smoke");
+    let out = args
+        .iter()
+        .position(|a| a == "--out")
+        .and_then(|i| args.get(i + 1).cloned())
+        .unwrap_or_else(|| "BENCHMARKS.md".into());
+    let (runs, fast_runs, throughput_requests) = if smoke { (3, 5, 8) } else { (50, 1000, 48) };
+    let warm = if smoke { 1 } else { 5 };
+
+    let data = tempfile::tempdir()?;
+    let mut config = Config::with_data_dir(data.path());
+    config.listen = "127.0.0.1:0".parse()?;
+    let password = "benchmark admin password";
+    config.admin_password = Some(password.into());
+    let registry = providers::registry().register(ProviderKind {
+        info: noop_info,
+        schema: ConfigSchema::default,
+        build: |_| Ok(Arc::new(Noop(noop_info()))),
+    });
+    let app = Application::build_with_registry(config, registry).await?;
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let url = format!("{base}/api/v1/execute");
+    let state = app.state().clone();
+    let key = api_key::create(
+        &state.pool,
+        "bench",
+        &[sandbox_console::model::api_key::Scope::Execute],
+        "bench",
+    )
+    .await?
+    .key;
+    tokio::spawn(app.run_until_stopped());
+    let client = reqwest::Client::builder().cookie_store(true).build()?;
+    let caller = Caller::api_key("bench", "rest");
+    let python = ExecRequest {
+        language: Language::Python,
+        code: "def main():\n    return 1\n".into(),
+        arguments: Map::new(),
+        timeout_secs: None,
+    };
+    let body = json!({"language": "python", "code": python.code});
+    let activate = |kind: &'static str| {
+        let state = state.clone();
+        async move {
+            let saved = state
+                .sandbox
+                .save("bench", kind, Map::new(), None, true)
+                .await?;
+            anyhow::ensure!(
+                matches!(saved, SaveOutcome::Saved { active: true, .. }),
+                "{saved:?}"
+            );
+            Ok::<_, anyhow::Error>(())
+        }
+    };
+    let in_process = |request: ExecRequest| {
+        let state = state.clone();
+        let caller = caller.clone();
+        move || {
+            let state = state.clone();
+            let caller = caller.clone();
+            let request = request.clone();
+            async move {
+                let result = state.sandbox.execute(&request, &caller).await?;
+                anyhow::ensure!(result.status == ExecStatus::Success, "{result:?}");
+                Ok(())
+            }
+        }
+    };
+    let over_http = |body: Value| {
+        let client = client.clone();
+        let url = url.clone();
+        let key = key.clone();
+        move || {
+            let (client, url, key, body) = (client.clone(), url.clone(), key.clone(), body.clone());
+            async move {
+                let response = client
+                    .post(&url)
+                    .bearer_auth(&key)
+                    .json(&body)
+                    .send()
+                    .await?;
+                anyhow::ensure!(response.status() == 200, "HTTP {}", response.status());
+                let answer: Value = response.json().await?;
+                anyhow::ensure!(answer["status"] == "success", "{answer}");
+                Ok(())
+            }
+        }
+    };
+
+    eprintln!("floor: bare python ...");
+    let bare_python = measure(runs, warm, || async {
+        let status = tokio::process::Command::new("/usr/bin/python3.11")
+            .args(["-c", "pass"])
+            .status()
+            .await?;
+        anyhow::ensure!(status.success());
+        Ok(())
+    })
+    .await?;
+
+    eprintln!("local provider ...");
+    activate("local").await?;
+    let local_inproc = measure(runs, warm, in_process(python.clone())).await?;
+    let local_http = measure(runs, warm, over_http(body.clone())).await?;
+    let javascript = ExecRequest {
+        language: Language::Javascript,
+        code: "function main() { return 1; }".into(),
+        ..python.clone()
+    };
+    let local_js = measure(runs, warm, in_process(javascript)).await?;
+    let bare_node = measure(runs, warm, || async {
+        let status = tokio::process::Command::new("/usr/bin/node")
+            .args(["-e", "0"])
+            .status()
+            .await?;
+        anyhow::ensure!(status.success());
+        Ok(())
+    })
+    .await?;
+
+    eprintln!("throughput ...");
+    let mut throughput = Vec::new();
+    for concurrency in [1usize, 2, 4, 8] {
+        let started = Instant::now();
+        let per_worker = throughput_requests / concurrency;
+        let workers: Vec<_> = (0..concurrency)
+            .map(|_| {
+                let call = over_http(body.clone());
+                tokio::spawn(async move {
+                    for _ in 0..per_worker {
+                        call().await?;
+                    }
+                    Ok::<_, anyhow::Error>(())
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.await??;
+        }
+        let done = per_worker * concurrency;
+        throughput.push((concurrency, done as f64 / started.elapsed().as_secs_f64()));
+    }
+
+    eprintln!("gateway overhead (noop provider) ...");
+    activate("noop").await?;
+    let noop_inproc = measure(fast_runs, warm * 4, in_process(python.clone())).await?;
+    let noop_http = measure(fast_runs, warm * 4, over_http(body.clone())).await?;
+
+    eprintln!("SSR of the settings page ...");
+    activate("local").await?;
+    let login = client
+        .post(format!("{base}/auth/login"))
+        .form(&[("username", "admin"), ("password", password)])
+        .send()
+        .await?;
+    anyhow::ensure!(login.status().is_success() || login.status().is_redirection());
+    let ssr = measure(runs, warm, || {
+        let client = client.clone();
+        let page = format!("{base}/admin/sandbox-settings");
+        async move {
+            let response = client.get(page).send().await?;
+            anyhow::ensure!(response.status() == 200, "HTTP {}", response.status());
+            let html = response.text().await?;
+            anyhow::ensure!(html.contains("Sandbox settings"));
+            Ok(())
+        }
+    })
+    .await?;
+
+    let mut report = String::new();
+    let ratio = |x: (f64, f64), floor: (f64, f64)| x.0 / floor.0;
+    writeln!(report, "# Benchmarks\n")?;
+    writeln!(
+        report,
+        "Made by `make bench` (`cargo run --release --features ssr --example bench`){}. \
+         Medians (p95 in the second table) of {runs} runs per path ({fast_runs} for the gateway overhead), \
+         after warm-up; ratios are to floors measured in the same run.\n",
+        if smoke { " in smoke mode: too few runs to mean anything" } else { "" }
+    )?;
+    writeln!(report, "Machine: {}.\n", machine())?;
+    writeln!(report, "## Ratios to the floors\n")?;
+    writeln!(report, "| path | floor | ratio (median) |\n|---|---|---|")?;
+    writeln!(
+        report,
+        "| local provider, python, in-process | bare `python3.11 -c pass` | {:.2}× |",
+        ratio(local_inproc, bare_python)
+    )?;
+    writeln!(
+        report,
+        "| local provider, python, `POST /api/v1/execute` | bare `python3.11 -c pass` | {:.2}× |",
+        ratio(local_http, bare_python)
+    )?;
+    writeln!(
+        report,
+        "| local provider, javascript, in-process | bare `node -e 0` | {:.2}× |",
+        ratio(local_js, bare_node)
+    )?;
+    writeln!(report, "| gateway, `POST /api/v1/execute` with the noop provider | the same call in-process | {:.2}× |", ratio(noop_http, noop_inproc))?;
+    writeln!(report, "| docker provider (runc, runsc), raw bollard exec floor | — | not measured: there is no docker provider yet (issue 4) |\n")?;
+    writeln!(report, "## Absolute times (ms)\n")?;
+    writeln!(report, "| path | median | p95 |\n|---|---|---|")?;
+    for (name, (median, p95)) in [
+        ("floor: bare `/usr/bin/python3.11 -c pass`", bare_python),
+        ("floor: bare `/usr/bin/node -e 0`", bare_node),
+        ("local, python `main()`, in-process", local_inproc),
+        ("local, python `main()`, `POST /api/v1/execute`", local_http),
+        ("local, javascript `main()`, in-process", local_js),
+        ("noop provider, in-process", noop_inproc),
+        ("noop provider, `POST /api/v1/execute`", noop_http),
+        (
+            "SSR of `/admin/sandbox-settings` (signed in, health probe included)",
+            ssr,
+        ),
+    ] {
+        writeln!(report, "| {name} | {median:.2} | {p95:.2} |")?;
+    }
+    writeln!(
+        report,
+        "\nGateway overhead (noop, median): {:.2} ms per request.\n",
+        noop_http.0 - noop_inproc.0
+    )?;
+    writeln!(
+        report,
+        "## Throughput, local provider through `POST /api/v1/execute`\n"
+    )?;
+    writeln!(report, "{throughput_requests} trivial python runs split over N concurrent clients (the local provider admits 8 runs at once by default).\n")?;
+    writeln!(report, "| concurrency | runs/s |\n|---|---|")?;
+    for (concurrency, per_second) in &throughput {
+        writeln!(report, "| {concurrency} | {per_second:.1} |")?;
+    }
+    std::fs::write(&out, &report)?;
+    eprintln!("wrote {out}");
+    print!("{report}");
+    Ok(())
+}
