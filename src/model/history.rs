@@ -26,21 +26,10 @@ impl HistoryFilter {
         ]
         .into_iter()
         .filter(|(_, v)| !v.trim().is_empty())
-        .map(|(k, v)| format!("{k}={}", encode(v.trim())))
+        .map(|(k, v)| format!("{k}={}", super::url::percent_encode(v.trim())))
         .collect::<Vec<_>>()
         .join("&")
     }
-}
-
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b':' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// One run in the list.

@@ -10,3 +10,4 @@ pub mod overview;
 pub mod provider;
 pub mod schema;
 pub mod settings;
+pub mod url;

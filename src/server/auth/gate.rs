@@ -88,20 +88,12 @@ pub fn login_url(error: Option<&str>, next: &str) -> String {
         sep = '&';
     }
     if next != "/" {
-        url.push_str(&format!("{sep}next={}", percent_encode(next)));
+        url.push_str(&format!(
+            "{sep}next={}",
+            crate::model::url::percent_encode(next)
+        ));
     }
     url
-}
-
-fn percent_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 fn is_safe_method(method: &Method) -> bool {
