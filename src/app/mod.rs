@@ -1,6 +1,7 @@
 //! The Leptos UI: the HTML shell, the routes, pages and components. Compiles for ssr and hydrate.
 
 pub mod components;
+pub mod format;
 pub mod pages;
 mod shell;
 

@@ -76,6 +76,33 @@ pub enum ExecStatus {
     ProviderError,
 }
 
+impl ExecStatus {
+    pub const ALL: [ExecStatus; 8] = [
+        ExecStatus::Success,
+        ExecStatus::ProgramError,
+        ExecStatus::Timeout,
+        ExecStatus::MemoryLimit,
+        ExecStatus::OutputLimit,
+        ExecStatus::ProcessLimit,
+        ExecStatus::PoolBusy,
+        ExecStatus::ProviderError,
+    ];
+
+    /// The name used on the wire and in the history (`memory_limit`, ...).
+    pub fn id(self) -> &'static str {
+        match self {
+            ExecStatus::Success => "success",
+            ExecStatus::ProgramError => "program_error",
+            ExecStatus::Timeout => "timeout",
+            ExecStatus::MemoryLimit => "memory_limit",
+            ExecStatus::OutputLimit => "output_limit",
+            ExecStatus::ProcessLimit => "process_limit",
+            ExecStatus::PoolBusy => "pool_busy",
+            ExecStatus::ProviderError => "provider_error",
+        }
+    }
+}
+
 /// What `main()` returned.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReturnValue {
@@ -185,5 +212,8 @@ mod tests {
     fn results_serialize_with_snake_case_statuses() {
         let status = serde_json::to_value(ExecStatus::MemoryLimit).unwrap();
         assert_eq!(status, json!("memory_limit"));
+        for status in ExecStatus::ALL {
+            assert_eq!(serde_json::to_value(status).unwrap(), json!(status.id()));
+        }
     }
 }

@@ -11,3 +11,8 @@ pub mod provider;
 pub mod schema;
 pub mod settings;
 pub mod url;
+
+/// Pages needed for `total` items, `size` a page; at least one (an empty list is one page).
+pub fn page_count(total: i64, size: u32) -> u32 {
+    (total.max(1) as u64).div_ceil(u64::from(size.max(1))) as u32
+}

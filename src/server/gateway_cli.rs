@@ -287,10 +287,9 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
     if result.result.present {
         println!("{}", result.result.value);
     }
-    let status = serde_json::to_value(result.status)?;
     eprintln!(
         "[{} · {} ms · {} · exit code {}{}]",
-        status.as_str().unwrap_or_default(),
+        result.status.id(),
         result.wall_time_ms,
         result
             .metadata

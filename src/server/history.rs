@@ -125,7 +125,7 @@ async fn export(
         ("application/json", "json")
     };
     let rows = match execution::search(&state.pool, &filter, EXPORT_LIMIT, 0).await {
-        Ok(Ok((rows, _))) => rows,
+        Ok(Ok(rows)) => rows,
         Ok(Err(message)) => return (StatusCode::BAD_REQUEST, message).into_response(),
         Err(error) => {
             tracing::error!(%error, "history export failed");

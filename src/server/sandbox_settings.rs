@@ -566,10 +566,7 @@ impl SandboxService {
             request.code.len() + serde_json::to_string(&request.arguments).map_or(0, |a| a.len());
         let (status, exit_code, duration_ms, output_bytes, error) = match outcome {
             Ok(result) => (
-                serde_json::to_value(result.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                result.status.id(),
                 result.exit_code,
                 result.wall_time_ms,
                 result.stdout.len()
@@ -581,7 +578,7 @@ impl SandboxService {
                         .sum::<usize>(),
                 None,
             ),
-            Err(error) => ("error".to_owned(), None, 0, 0, Some(error.to_string())),
+            Err(error) => ("error", None, 0, 0, Some(error.to_string())),
         };
         let keep = match crate::server::history::settings(&self.pool).await {
             Ok(settings) if settings.keep_content => Some(settings.max_content_bytes as usize),
@@ -604,7 +601,7 @@ impl SandboxService {
             caller,
             provider: kind,
             language: request.language.id(),
-            status: &status,
+            status,
             exit_code,
             duration_ms,
             code: &request.code,
@@ -617,7 +614,7 @@ impl SandboxService {
             let ran = outcome.as_ref().ok();
             metrics.execution(
                 kind,
-                &status,
+                status,
                 caller.source,
                 ran.map(|r| r.wall_time_ms),
                 ran.and_then(|r| r.metadata.get("queue_wait_ms").and_then(Value::as_u64)),

@@ -122,3 +122,20 @@ async fn anonymous_callers_get_401_from_the_key_endpoints() {
         .unwrap();
     assert_eq!(rows, 0);
 }
+
+#[tokio::test]
+async fn a_key_records_when_it_was_last_used() {
+    let app = spawn_app().await;
+    app.login().await;
+    let created = app
+        .call_ok("create_api_key", &[("name", "agent"), ("execute", "on")])
+        .await;
+    let key = created["key"].as_str().unwrap().to_owned();
+    assert_eq!(created["info"]["last_used_at"], Value::Null);
+
+    let response = app.get_with_key("/api/v1/providers", &key).await;
+
+    assert_eq!(response.status().as_u16(), 200);
+    let listed = app.call_ok("list_api_keys", &[]).await;
+    assert!(listed[0]["last_used_at"].is_string(), "{listed}");
+}

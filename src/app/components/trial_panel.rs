@@ -115,10 +115,7 @@ fn insert_spaces_on_tab(ev: leptos::ev::KeyboardEvent) {
 
 #[component]
 fn ResultView(result: ExecutionResult) -> impl IntoView {
-    let status = serde_json::to_value(result.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
+    let status = result.status.id();
     let ok = result.status == ExecStatus::Success;
     let returned = result
         .result

@@ -3,15 +3,10 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
-    app::components::error_view::ErrorView,
+    app::{components::error_view::ErrorView, format::utc_time as when},
     model::history::{ExecutionDetail, HistoryFilter, HistoryFlash, HistoryPage},
     server_fns::history::{execution_history, execution_record, take_history_flash},
 };
-
-/// `2026-12-02T14:07:09.123Z` → `2026-12-02 14:07:09`.
-fn when(stamp: &str) -> String {
-    stamp.replace('T', " ").chars().take(19).collect()
-}
 
 /// Every run, whoever asked: filters (a plain GET form), pages, export, and what is kept.
 #[component]

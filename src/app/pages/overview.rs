@@ -93,7 +93,7 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
                             {dashboard.recent_failures.into_iter().map(|r| view! {
                                 <tr>
                                     <td><a href=format!("/admin/history/{}", r.id)>{r.id}</a></td>
-                                    <td class="nowrap">{r.created_at.replace('T', " ").chars().take(19).collect::<String>()}</td>
+                                    <td class="nowrap">{crate::app::format::utc_time(&r.created_at)}</td>
                                     <td>{r.caller}</td>
                                     <td>{r.source}</td>
                                     <td><span class="badge failure">{r.status}</span></td>

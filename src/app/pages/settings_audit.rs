@@ -49,7 +49,7 @@ fn AuditTable(page: AuditPage) -> impl IntoView {
                 <tbody>
                     {page.entries.into_iter().map(|entry| view! {
                         <tr data-testid="audit-row">
-                            <td class="nowrap">{entry.created_at.replace('T', " ").trim_end_matches('Z').chars().take(19).collect::<String>()} " UTC"</td>
+                            <td class="nowrap">{crate::app::format::utc_time(&entry.created_at)} " UTC"</td>
                             <td>{entry.actor}</td>
                             <td>{entry.provider.unwrap_or_else(|| entry.setting.clone())}</td>
                             <td>{entry.action}</td>

@@ -75,10 +75,7 @@ impl From<ExecutionResult> for ExecuteResponse {
             .unwrap_or_default()
             .to_owned();
         ExecuteResponse {
-            status: serde_json::to_value(result.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            status: result.status.id().to_owned(),
             stdout: result.stdout,
             stderr: result.stderr,
             exit_code: result.exit_code,

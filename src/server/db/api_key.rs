@@ -1,7 +1,6 @@
 //! Repository for `api_key`: keys are stored as SHA-256 hashes, looked up by hash.
 
 use rand::{rngs::OsRng, RngCore};
-use sha2::{Digest, Sha256};
 use sqlx::SqlitePool;
 
 use crate::model::api_key::{ApiKeyInfo, CreatedKey, Scope};
@@ -49,10 +48,7 @@ impl From<Row> for ApiKeyInfo {
 const COLUMNS: &str = "id, name, prefix, scopes, created_by, created_at, last_used_at, revoked_at";
 
 pub fn hash(key: &str) -> String {
-    Sha256::digest(key.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    super::execution::sha256(key)
 }
 
 fn generate() -> String {
@@ -127,17 +123,24 @@ pub async fn authenticate(pool: &SqlitePool, key: &str) -> Result<Option<ApiKeyI
     if !key.starts_with(KEY_PREFIX) {
         return Ok(None);
     }
-    let row: Option<Row> = sqlx::query_as(&format!(
-        "select {COLUMNS} from api_key where key_hash = ? and revoked_at is null"
+    #[derive(sqlx::FromRow)]
+    struct Found {
+        #[sqlx(flatten)]
+        row: Row,
+        stale: bool,
+    }
+    // Timestamps are fixed-width UTC text, so text comparison orders them.
+    let found: Option<Found> = sqlx::query_as(&format!(
+        "select {COLUMNS}, (last_used_at is null or \
+         last_used_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 minute')) as stale \
+         from api_key where key_hash = ? and revoked_at is null"
     ))
     .bind(hash(key))
     .fetch_optional(pool)
     .await?;
-    let Some(row) = row else { return Ok(None) };
-    let stale = row.last_used_at.as_deref().is_none_or(|at| {
-        // Timestamps are fixed-width UTC text, so text comparison orders them.
-        at < minute_ago().as_str()
-    });
+    let Some(Found { row, stale }) = found else {
+        return Ok(None);
+    };
     if stale {
         sqlx::query(
             "update api_key set last_used_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') where id = ?",
@@ -147,19 +150,6 @@ pub async fn authenticate(pool: &SqlitePool, key: &str) -> Result<Option<ApiKeyI
         .await?;
     }
     Ok(Some(row.into()))
-}
-
-fn minute_ago() -> String {
-    let at = time::OffsetDateTime::now_utc() - time::Duration::minutes(1);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        at.year(),
-        u8::from(at.month()),
-        at.day(),
-        at.hour(),
-        at.minute(),
-        at.second()
-    )
 }
 
 #[cfg(test)]
@@ -179,11 +169,5 @@ mod tests {
             hash("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
-    }
-
-    #[test]
-    fn minute_ago_sorts_with_stored_timestamps() {
-        assert!(minute_ago().as_str() < "9999");
-        assert_eq!(minute_ago().len(), "2026-12-02T14:07:09".len());
     }
 }

@@ -208,23 +208,34 @@ fn conditions(filter: &HistoryFilter) -> Result<(String, Vec<String>), String> {
     Ok((clauses.join(" and "), binds))
 }
 
-/// Runs matching `filter`, newest first, and how many match. `Err(message)` for a bad filter.
+/// How many runs match `filter`. `Err(message)` for a bad filter.
+pub async fn count(
+    pool: &SqlitePool,
+    filter: &HistoryFilter,
+) -> Result<Result<i64, String>, sqlx::Error> {
+    let (clause, binds) = match conditions(filter) {
+        Ok(parts) => parts,
+        Err(message) => return Ok(Err(message)),
+    };
+    let sql = format!("select count(*) from execution where {clause}");
+    let mut count = sqlx::query_scalar::<_, i64>(&sql);
+    for bind in &binds {
+        count = count.bind(bind);
+    }
+    Ok(Ok(count.fetch_one(pool).await?))
+}
+
+/// Runs matching `filter`, newest first. `Err(message)` for a bad filter.
 pub async fn search(
     pool: &SqlitePool,
     filter: &HistoryFilter,
     limit: u32,
     offset: u64,
-) -> Result<Result<(Vec<ExecutionSummary>, i64), String>, sqlx::Error> {
+) -> Result<Result<Vec<ExecutionSummary>, String>, sqlx::Error> {
     let (clause, binds) = match conditions(filter) {
         Ok(parts) => parts,
         Err(message) => return Ok(Err(message)),
     };
-    let count_sql = format!("select count(*) from execution where {clause}");
-    let mut count = sqlx::query_scalar::<_, i64>(&count_sql);
-    for bind in &binds {
-        count = count.bind(bind);
-    }
-    let total = count.fetch_one(pool).await?;
     let sql =
         format!("select {SUMMARY} from execution where {clause} order by id desc limit ? offset ?");
     let mut rows = sqlx::query_as::<_, SummaryRow>(&sql);
@@ -236,7 +247,7 @@ pub async fn search(
         .bind(offset as i64)
         .fetch_all(pool)
         .await?;
-    Ok(Ok((rows.into_iter().map(Into::into).collect(), total)))
+    Ok(Ok(rows.into_iter().map(Into::into).collect()))
 }
 
 pub async fn detail(pool: &SqlitePool, id: i64) -> Result<Option<ExecutionDetail>, sqlx::Error> {

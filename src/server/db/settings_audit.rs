@@ -44,12 +44,18 @@ pub async fn recent(pool: &SqlitePool, limit: i64) -> Result<Vec<AuditEntry>, sq
     .await
 }
 
-/// Page `page` (1-based) of `size` entries, newest first, and how many entries exist.
+pub async fn count(pool: &SqlitePool) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("select count(*) from settings_audit")
+        .fetch_one(pool)
+        .await
+}
+
+/// Page `page` (1-based) of `size` entries, newest first.
 pub async fn page(
     pool: &SqlitePool,
     page: u32,
     size: u32,
-) -> Result<(Vec<crate::model::audit::AuditEntry>, i64), sqlx::Error> {
+) -> Result<Vec<crate::model::audit::AuditEntry>, sqlx::Error> {
     #[derive(sqlx::FromRow)]
     struct Row {
         id: i64,
@@ -60,9 +66,6 @@ pub async fn page(
         changed_keys: String,
         created_at: String,
     }
-    let total: i64 = sqlx::query_scalar("select count(*) from settings_audit")
-        .fetch_one(pool)
-        .await?;
     let rows: Vec<Row> = sqlx::query_as(
         "select id, actor, setting, provider, action, changed_keys, created_at from settings_audit \
          order by id desc limit ? offset ?",
@@ -71,7 +74,7 @@ pub async fn page(
     .bind(i64::from(page.saturating_sub(1)) * i64::from(size))
     .fetch_all(pool)
     .await?;
-    let entries = rows
+    Ok(rows
         .into_iter()
         .map(|row| crate::model::audit::AuditEntry {
             id: row.id,
@@ -82,6 +85,5 @@ pub async fn page(
             changed_keys: serde_json::from_str(&row.changed_keys).unwrap_or_default(),
             created_at: row.created_at,
         })
-        .collect();
-    Ok((entries, total))
+        .collect())
 }

@@ -9,12 +9,12 @@ pub async fn settings_audit(#[server(default)] page: u32) -> Result<AuditPage, A
 
     crate::server_fns::require_admin().await?;
     let state = expect_context::<crate::server::state::AppState>();
-    let (_, total) = crate::server::db::settings_audit::page(&state.pool, 1, 0)
+    let total = crate::server::db::settings_audit::count(&state.pool)
         .await
         .map_err(internal)?;
-    let pages = (total.max(1) as u64).div_ceil(u64::from(PAGE_SIZE)) as u32;
+    let pages = crate::model::page_count(total, PAGE_SIZE);
     let page = page.clamp(1, pages);
-    let (entries, total) = crate::server::db::settings_audit::page(&state.pool, page, PAGE_SIZE)
+    let entries = crate::server::db::settings_audit::page(&state.pool, page, PAGE_SIZE)
         .await
         .map_err(internal)?;
     Ok(AuditPage {

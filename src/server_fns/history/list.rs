@@ -21,14 +21,14 @@ pub async fn execution_history(
     crate::server_fns::require_admin().await?;
     let state = expect_context::<crate::server::state::AppState>();
     let pool = &state.pool;
-    let first = execution::search(pool, &filter, 0, 0)
+    let total = execution::count(pool, &filter)
         .await
         .map_err(internal)?
         .map_err(|message| reject(AppError::BadRequest(message)))?;
-    let pages = (first.1.max(1) as u64).div_ceil(u64::from(PAGE_SIZE)) as u32;
+    let pages = crate::model::page_count(total, PAGE_SIZE);
     let page = page.clamp(1, pages);
     let offset = u64::from(page - 1) * u64::from(PAGE_SIZE);
-    let (entries, total) = execution::search(pool, &filter, PAGE_SIZE, offset)
+    let entries = execution::search(pool, &filter, PAGE_SIZE, offset)
         .await
         .map_err(internal)?
         .map_err(|message| reject(AppError::BadRequest(message)))?;
