@@ -258,3 +258,34 @@ async fn the_admin_api_needs_an_admin_key() {
     assert_eq!(body["code"], 401);
     assert_eq!(forbidden, 403);
 }
+
+#[tokio::test]
+async fn every_admin_endpoint_refuses_anonymous_callers() {
+    let app = spawn_app_with_scripted(|_| {}).await;
+
+    let gets = [
+        "/api/v1/admin/sandbox/providers",
+        "/api/v1/admin/sandbox/providers/local/schema",
+        "/api/v1/admin/sandbox/config",
+    ];
+    let posts = ["/api/v1/admin/sandbox/config", "/api/v1/admin/sandbox/test"];
+
+    for path in gets {
+        let (status, body) = json_of(app.get_with_key(path, "").await).await;
+        assert_eq!(
+            (status, body["code"].as_i64()),
+            (401, Some(401)),
+            "GET {path}"
+        );
+    }
+    for path in posts {
+        let body = json!({"provider_type": "local", "config": {}});
+        let (status, _) = json_of(app.post_json(path, "", &body).await).await;
+        assert_eq!(status, 401, "POST {path}");
+    }
+    let audit: i64 = sqlx::query_scalar("select count(*) from settings_audit")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(audit, 0, "nothing was saved");
+}
