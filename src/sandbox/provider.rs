@@ -37,6 +37,15 @@ pub trait SandboxProvider: Debug + Send + Sync + 'static {
         None
     }
 
+    /// Called when the provider becomes the one that runs code (start-up, a save): a chance to
+    /// start what makes runs fast, such as a warm container pool. Returns at once; the work
+    /// goes on in the background.
+    fn warm_up(&self) {}
+
+    /// Called when the provider is replaced or the console stops: release what it holds
+    /// (containers, remote sessions). Runs in flight may fail afterwards.
+    async fn shutdown(&self) {}
+
     async fn create_instance(&self, language: Language) -> Result<Instance, Error>;
 
     /// Runs `request` in `instance`. A failing program is `Ok` with a status; `Err` means the

@@ -263,7 +263,10 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
         kind: "cli",
         source: "cli",
     };
-    let result = match service.execute(&request, &caller).await {
+    let outcome = service.execute(&request, &caller).await;
+    // A one-shot command: whatever the provider opened for this run (a container) goes now.
+    service.shutdown().await;
+    let result = match outcome {
         Ok(result) => result,
         Err(error) => {
             if a.json {

@@ -63,6 +63,8 @@ pub struct SandboxService {
     registry: Registry,
     secrets: SecretBox,
     loaded: Loaded,
+    /// Whether active providers warm up (the server) or only do what each run needs (the CLI).
+    warm: bool,
 }
 
 impl std::fmt::Debug for SandboxService {
@@ -91,6 +93,7 @@ impl SandboxService {
                 active: RwLock::new(None),
                 seen: RwLock::new(None),
             },
+            warm: false,
         };
         if system_setting::get(&service.pool, PROVIDER_TYPE)
             .await?
@@ -114,6 +117,16 @@ impl SandboxService {
     /// Counts every run in `metrics` from now on.
     pub fn with_metrics(mut self, metrics: Arc<crate::server::metrics::Metrics>) -> Self {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Warms the active provider now and every provider that becomes active later (pools of
+    /// warm sandboxes): what a long-running server wants, not a one-shot CLI command.
+    pub fn with_warm_up(mut self) -> Self {
+        self.warm = true;
+        if let Some(active) = &*self.loaded.active.read().expect("active provider lock") {
+            active.provider.warm_up();
+        }
         self
     }
 
@@ -158,15 +171,44 @@ impl SandboxService {
             Ok(config) => self.registry.build(&kind, &config),
             Err(message) => Err(SandboxError::Backend(message)),
         };
-        let mut active = self.loaded.active.write().expect("active provider lock");
-        *active = match built {
+        let next = match built {
             Ok(provider) => Some(Active { kind, provider }),
             Err(error) => {
                 tracing::error!(%kind, %error, "the active sandbox provider cannot be built from its stored settings");
                 None
             }
         };
+        self.replace_active(next);
         Ok(())
+    }
+
+    /// Makes `next` the provider that runs code: it warms up, and the one it replaces is shut
+    /// down in the background once nobody holds it (its runs in flight finish first).
+    fn replace_active(&self, next: Option<Active>) {
+        if let Some(active) = next.as_ref().filter(|_| self.warm) {
+            active.provider.warm_up();
+        }
+        let previous = std::mem::replace(
+            &mut *self.loaded.active.write().expect("active provider lock"),
+            next,
+        );
+        if let Some(previous) = previous {
+            tokio::spawn(async move { previous.provider.shutdown().await });
+        }
+    }
+
+    /// Shuts the active provider down (the console is stopping): warm containers and remote
+    /// sessions are released. Later runs find no active provider.
+    pub async fn shutdown(&self) {
+        let previous = self
+            .loaded
+            .active
+            .write()
+            .expect("active provider lock")
+            .take();
+        if let Some(previous) = previous {
+            previous.provider.shutdown().await;
+        }
     }
 
     async fn stored_values(&self, kind: &str) -> Result<Map<String, Value>, SettingError> {
@@ -435,10 +477,13 @@ impl SandboxService {
         if active {
             let built_from = self.fingerprint().await?;
             *self.loaded.seen.write().expect("fingerprint lock") = built_from;
-            *self.loaded.active.write().expect("active provider lock") = Some(Active {
+            self.replace_active(Some(Active {
                 kind: kind.to_owned(),
                 provider,
-            });
+            }));
+        } else {
+            // Built only to validate: release whatever it opened.
+            provider.shutdown().await;
         }
         Ok(SaveOutcome::Saved {
             version: saved.version,
@@ -488,6 +533,7 @@ impl SandboxService {
         report.message = health.message.clone();
         report.health = Some(health);
         if !healthy {
+            provider.shutdown().await;
             return Ok(finish(report, started));
         }
         let language = if provider.languages().contains(&Language::Python) {
@@ -506,6 +552,8 @@ impl SandboxService {
             timeout_secs: None,
         };
         let outcome = run_once(provider.as_ref(), &request).await;
+        // Built from unsaved values for this one test: release its sandboxes.
+        provider.shutdown().await;
         self.record(caller, kind, &request, &outcome).await;
         match outcome {
             Ok(result) => {

@@ -83,7 +83,8 @@ impl Application {
         let sandbox = SandboxService::start(pool.clone(), registry, secrets)
             .await
             .context("cannot load the sandbox settings")?
-            .with_metrics(metrics.clone());
+            .with_metrics(metrics.clone())
+            .with_warm_up();
 
         let listener = TcpListener::bind(config.listen)
             .await
@@ -197,6 +198,7 @@ impl Application {
             .with_graceful_shutdown(stop)
             .await;
         housekeeping.abort();
+        state.sandbox.shutdown().await;
         if let Some(server) = metrics_server {
             server.abort();
         }

@@ -6,6 +6,7 @@ mod assets;
 mod auth;
 mod dashboard;
 mod database;
+mod docker_provider;
 mod gateway;
 mod gateway_cli;
 mod health;

@@ -9,7 +9,7 @@
 //! marker is random per run, so nothing a program prints by accident can pass for a result.
 //! Providers then read files written to `./artifacts/` under [`ArtifactLimits`].
 
-use std::path::Path;
+use std::{path::Path, time::Duration};
 
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
 use rand::Rng;
@@ -172,6 +172,24 @@ impl Default for ArtifactLimits {
     }
 }
 
+/// The kinds of file returned as artifacts, by extension.
+const ARTIFACT_TYPES: &[(&str, &str)] = &[
+    ("png", "image/png"),
+    ("jpg", "image/jpeg"),
+    ("jpeg", "image/jpeg"),
+    ("svg", "image/svg+xml"),
+    ("pdf", "application/pdf"),
+    ("csv", "text/csv"),
+    ("json", "application/json"),
+    ("html", "text/html"),
+    ("txt", "text/plain"),
+];
+
+/// The extensions of [`ARTIFACT_TYPES`], for sandboxes that pre-filter inside.
+pub const ARTIFACT_EXTENSIONS: [&str; 9] = [
+    "png", "jpg", "jpeg", "svg", "pdf", "csv", "json", "html", "txt",
+];
+
 /// The MIME type for an artifact name, or why the file is not returned: plain names only
 /// (no folders, no hidden files, no `..`), and only the listed kinds of file.
 pub fn artifact_mime(name: &str) -> Result<&'static str, String> {
@@ -187,40 +205,42 @@ pub fn artifact_mime(name: &str) -> Result<&'static str, String> {
         .rsplit_once('.')
         .map(|(_, ext)| ext.to_ascii_lowercase())
         .unwrap_or_default();
-    Ok(match extension.as_str() {
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "svg" => "image/svg+xml",
-        "pdf" => "application/pdf",
-        "csv" => "text/csv",
-        "json" => "application/json",
-        "html" => "text/html",
-        "txt" => "text/plain",
-        _ => {
-            return Err(format!(
-                "{name:?}: only png, jpg, svg, pdf, csv, json, html and txt files are returned"
-            ))
-        }
-    })
+    ARTIFACT_TYPES
+        .iter()
+        .find(|(ext, _)| *ext == extension)
+        .map(|(_, mime)| *mime)
+        .ok_or_else(|| {
+            format!(
+                "{name:?}: only {} files are returned",
+                ARTIFACT_EXTENSIONS.join(", ")
+            )
+        })
 }
 
-/// Reads the artifacts a run left in `workspace/artifacts`, in name order. Files that break a
-/// rule are skipped with a note saying why (symlinks and non-regular files included).
-pub fn collect_artifacts(workspace: &Path, limits: ArtifactLimits) -> (Vec<Artifact>, Vec<String>) {
+/// One entry of a run's artifacts folder, as listed (by the host or from inside a container).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArtifactFile {
+    pub name: String,
+    /// A regular file (not a symlink, folder or device).
+    pub regular: bool,
+    pub size: u64,
+}
+
+/// The artifact rules, in name order: plain names of the listed kinds, regular files of 1 to
+/// `max_bytes`, at most `max_count`. `read` fetches a file that passed; every other entry is
+/// skipped with a note saying why.
+pub fn select_artifacts(
+    mut files: Vec<ArtifactFile>,
+    limits: ArtifactLimits,
+    mut read: impl FnMut(&str) -> Result<Vec<u8>, String>,
+) -> (Vec<Artifact>, Vec<String>) {
     let mut artifacts = Vec::new();
     let mut skipped = Vec::new();
-    let Ok(entries) = std::fs::read_dir(workspace.join(ARTIFACT_DIR)) else {
-        return (artifacts, skipped);
-    };
-    let mut entries: Vec<_> = entries.flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Ok(meta) = entry.path().symlink_metadata() else {
-            continue;
-        };
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    for file in files {
+        let name = file.name;
         let mime = match artifact_mime(&name) {
-            Ok(mime) if meta.file_type().is_file() => mime,
+            Ok(mime) if file.regular => mime,
             Ok(_) => {
                 skipped.push(format!("{name:?}: not a regular file"));
                 continue;
@@ -230,11 +250,10 @@ pub fn collect_artifacts(workspace: &Path, limits: ArtifactLimits) -> (Vec<Artif
                 continue;
             }
         };
-        if meta.len() == 0 || meta.len() > limits.max_bytes {
+        if file.size == 0 || file.size > limits.max_bytes {
             skipped.push(format!(
                 "{name:?}: {} bytes (allowed: 1 to {})",
-                meta.len(),
-                limits.max_bytes
+                file.size, limits.max_bytes
             ));
             continue;
         }
@@ -245,17 +264,97 @@ pub fn collect_artifacts(workspace: &Path, limits: ArtifactLimits) -> (Vec<Artif
             ));
             continue;
         }
-        match std::fs::read(entry.path()) {
-            Ok(bytes) => artifacts.push(Artifact {
-                name,
-                mime_type: mime.to_owned(),
+        match read(&name) {
+            Ok(bytes) if bytes.len() as u64 <= limits.max_bytes => artifacts.push(Artifact {
                 size: bytes.len() as u64,
                 content_b64: BASE64.encode(&bytes),
+                mime_type: mime.to_owned(),
+                name,
             }),
+            Ok(bytes) => skipped.push(format!(
+                "{name:?}: grew to {} bytes while being read",
+                bytes.len()
+            )),
             Err(error) => skipped.push(format!("{name:?}: {error}")),
         }
     }
     (artifacts, skipped)
+}
+
+/// Reads the artifacts a run left in `workspace/artifacts` (symlinks and non-regular files
+/// are skipped).
+pub fn collect_artifacts(workspace: &Path, limits: ArtifactLimits) -> (Vec<Artifact>, Vec<String>) {
+    let folder = workspace.join(ARTIFACT_DIR);
+    let Ok(entries) = std::fs::read_dir(&folder) else {
+        return (Vec::new(), Vec::new());
+    };
+    let files = entries
+        .flatten()
+        .filter_map(|entry| {
+            let meta = entry.path().symlink_metadata().ok()?;
+            Some(ArtifactFile {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                regular: meta.file_type().is_file(),
+                size: meta.len(),
+            })
+        })
+        .collect();
+    select_artifacts(files, limits, |name| {
+        std::fs::read(folder.join(name)).map_err(|e| e.to_string())
+    })
+}
+
+const SIGKILL: i32 = 9;
+const SIGXCPU: i32 = 24;
+const SIGXFSZ: i32 = 25;
+
+/// Which limit, if any, ended a run, from how its process ended: the signal that killed it (if
+/// any), its exit code, how long it ran against its deadline, whether its output went over the
+/// cap, and what it printed on stderr. Shared by every provider that runs processes itself.
+pub fn classify(
+    signal: Option<i32>,
+    exit_code: Option<i32>,
+    elapsed: Duration,
+    timeout: Duration,
+    output_over: bool,
+    stderr: &str,
+) -> Option<ExecStatus> {
+    if output_over {
+        return Some(ExecStatus::OutputLimit);
+    }
+    // A fork bomb usually exhausts memory too; the process limit is what it ran into first.
+    let processes = [
+        "BlockingIOError: [Errno 11]",
+        "Resource temporarily unavailable",
+        "spawn EAGAIN",
+    ];
+    if exit_code != Some(0) && processes.iter().any(|m| stderr.contains(m)) {
+        return Some(ExecStatus::ProcessLimit);
+    }
+    match signal {
+        Some(SIGXCPU) => return Some(ExecStatus::Timeout),
+        Some(SIGKILL) if elapsed + Duration::from_millis(100) >= timeout => {
+            return Some(ExecStatus::Timeout)
+        }
+        // A SIGKILL before the deadline comes from the cgroup's out-of-memory killer.
+        Some(SIGKILL) => return Some(ExecStatus::MemoryLimit),
+        Some(SIGXFSZ) => return Some(ExecStatus::OutputLimit),
+        _ => {}
+    }
+    if exit_code == Some(0) {
+        return None;
+    }
+    let memory = [
+        "MemoryError",
+        "JavaScript heap out of memory",
+        "Fatal process OOM",
+        "Cannot allocate memory",
+        "allocation failed",
+    ];
+    memory
+        .iter()
+        .any(|m| stderr.contains(m))
+        .then_some(ExecStatus::MemoryLimit)
 }
 
 #[cfg(test)]

@@ -256,7 +256,7 @@ pub fn run(
         return Err(format!("the sandbox could not start: {}", status.reason));
     }
     let signal = status.exit_code.is_none().then(|| status.code - 128);
-    let limit = classify(
+    let limit = runner::classify(
         signal,
         status.exit_code,
         elapsed,
@@ -293,57 +293,6 @@ fn read_capped(mut pipe: impl Read, cap: usize) -> (String, bool) {
         }
     }
     (String::from_utf8_lossy(&kept).into_owned(), over)
-}
-
-const SIGKILL: i32 = 9;
-const SIGXCPU: i32 = 24;
-const SIGXFSZ: i32 = 25;
-
-/// Which limit, if any, ended the run.
-fn classify(
-    signal: Option<i32>,
-    exit_code: Option<i32>,
-    elapsed: Duration,
-    timeout: Duration,
-    output_over: bool,
-    stderr: &str,
-) -> Option<ExecStatus> {
-    if output_over {
-        return Some(ExecStatus::OutputLimit);
-    }
-    // A fork bomb usually exhausts memory too; the process limit is what it ran into first.
-    let processes = [
-        "BlockingIOError: [Errno 11]",
-        "Resource temporarily unavailable",
-        "spawn EAGAIN",
-    ];
-    if exit_code != Some(0) && processes.iter().any(|m| stderr.contains(m)) {
-        return Some(ExecStatus::ProcessLimit);
-    }
-    match signal {
-        Some(SIGXCPU) => return Some(ExecStatus::Timeout),
-        Some(SIGKILL) if elapsed + Duration::from_millis(100) >= timeout => {
-            return Some(ExecStatus::Timeout)
-        }
-        // A SIGKILL before the deadline comes from the cgroup's out-of-memory killer.
-        Some(SIGKILL) => return Some(ExecStatus::MemoryLimit),
-        Some(SIGXFSZ) => return Some(ExecStatus::OutputLimit),
-        _ => {}
-    }
-    if exit_code == Some(0) {
-        return None;
-    }
-    let memory = [
-        "MemoryError",
-        "JavaScript heap out of memory",
-        "Fatal process OOM",
-        "Cannot allocate memory",
-        "allocation failed",
-    ];
-    memory
-        .iter()
-        .any(|m| stderr.contains(m))
-        .then_some(ExecStatus::MemoryLimit)
 }
 
 /// The health check: starts a sandbox and checks from inside that it is one.

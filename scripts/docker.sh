@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+#! The Docker engine the docker provider's tests (and users without one) need, set up by hand
+#! because these machines have no systemd. Idempotent; every step is skipped when already done.
+#! Usage:
+#!   scripts/docker.sh up      install docker.io and runsc, register gVisor, start dockerd, build the image
+#!   scripts/docker.sh down    stop the dockerd that `up` started (and nothing else)
+#!   scripts/docker.sh image   (re)build the sandbox-runtime image from the host's interpreters
+#!   scripts/docker.sh restart stop and start dockerd (the provider's fault tests use it)
+#!   scripts/docker.sh check   fail if containers with our label or runtime shims are left
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\033[1mdocker:\033[0m %s\n' "$*"; }
+state=${SANDBOX_DOCKER_STATE:-/tmp/sandbox-console-dockerd}
+image=${SANDBOX_RUNTIME_IMAGE:-sandbox-runtime:local}
+daemon_json=/etc/docker/daemon.json
+
+install_packages() {
+  local missing=()
+  command -v dockerd >/dev/null || missing+=(docker.io)
+  [ -x /usr/bin/runsc ] || missing+=(runsc)
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+# gVisor as the runtime "runsc". Plain runsc cannot start here ("cannot run with network
+# enabled in root network namespace"); with --network=none it can, and a sandbox wants no
+# network anyway. Merged into an existing daemon.json, other keys kept.
+register_runsc() {
+  mkdir -p /etc/docker
+  /usr/bin/python3.11 - "$daemon_json" <<'PY'
+import json, os, sys
+path = sys.argv[1]
+config = {}
+if os.path.exists(path) and os.path.getsize(path) > 0:
+    with open(path) as f:
+        config = json.load(f)
+want = {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}
+if config.get("runtimes", {}).get("runsc") == want:
+    sys.exit(0)
+config.setdefault("runtimes", {})["runsc"] = want
+with open(path + ".tmp", "w") as f:
+    json.dump(config, f, indent=2)
+os.replace(path + ".tmp", path)
+print("registered")
+PY
+}
+
+running() { docker version >/dev/null 2>&1; }
+
+start_dockerd() {
+  if running; then
+    if ! docker info --format '{{json .Runtimes}}' | grep -q '"runsc"'; then
+      log "reloading dockerd to pick up the runsc runtime"
+      pkill -HUP -x dockerd || true
+      for _ in $(seq 1 50); do docker info --format '{{json .Runtimes}}' | grep -q '"runsc"' && break; sleep 0.1; done
+    fi
+    return
+  fi
+  log "starting dockerd (log: $state.log)"
+  setsid nohup /usr/sbin/dockerd >>"$state.log" 2>&1 &
+  echo $! >"$state.pid"
+  for _ in $(seq 1 150); do running && break; sleep 0.2; done
+  running || { tail -20 "$state.log"; echo "docker: dockerd did not start" >&2; exit 1; }
+}
+
+# The host-copy image: the host's Debian python3.11 and node with their libraries, no
+# registry needed (about 3 s). Also has sh and sleep (the container's idle command).
+build_image() {
+  local dir; dir=$(mktemp -d)
+  mkdir -p "$dir"/usr/{bin,lib,lib64,sbin} "$dir"/{tmp,etc,workspace}
+  for d in bin lib lib64 sbin; do ln -s usr/$d "$dir/$d"; done
+  local bins="/usr/bin/python3 /usr/bin/python3.11 /usr/bin/node /usr/bin/sh /usr/bin/dash /usr/bin/sleep /usr/bin/rm"
+  libs() { ldd "$@" 2>/dev/null | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | sort -u; }
+  # shellcheck disable=SC2046,SC2086
+  local list; list=$(for f in $bins $(libs $bins /usr/lib/python3.11/lib-dynload/*.so); do
+    echo "$(readlink -f "$(dirname "$f")")/$(basename "$f")"; readlink -f "$f"; done | sort -u | sed 's|^/||')
+  # shellcheck disable=SC2086
+  tar -C / -cf - $list | tar -C "$dir" -xf -
+  tar -C / --exclude=__pycache__ --exclude=python3.11/test --exclude=python3.11/idlelib \
+      --exclude=python3.11/tkinter --exclude=python3.11/ensurepip -cf - usr/lib/python3.11 | tar -C "$dir" -xf -
+  printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$dir/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' >"$dir/etc/group"
+  chmod 1777 "$dir/tmp" "$dir/workspace"
+  tar -C "$dir" -c . | docker import -c 'WORKDIR /workspace' -c 'USER 65534:65534' - "$image" >/dev/null
+  rm -rf "$dir"
+  log "built $image"
+}
+
+case "${1:-}" in
+  up)
+    install_packages
+    register_runsc >/dev/null
+    start_dockerd
+    docker image inspect "$image" >/dev/null 2>&1 || build_image
+    docker run --rm --network none --init "$image" python3 -c 'print("py ok")' >/dev/null
+    docker run --rm --network none --init --runtime runsc "$image" node -e 'console.log("node ok")' >/dev/null
+    log "ready: dockerd $(docker version --format '{{.Server.Version}}'), runtimes runc and runsc, image $image"
+    ;;
+  down)
+    if [ -f "$state.pid" ]; then
+      pid=$(cat "$state.pid")
+      if kill -0 "$pid" 2>/dev/null; then
+        log "stopping the dockerd we started (pid $pid)"
+        kill "$pid"
+        for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      fi
+      rm -f "$state.pid"
+    fi
+    ;;
+  restart)
+    pid=$(pgrep -x dockerd | head -n1 || true)
+    if [ -n "$pid" ]; then
+      kill "$pid"
+      for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    fi
+    start_dockerd
+    ;;
+  check)
+    left=$(docker ps -aq --filter label=sandbox-console.managed=1)
+    shims=$(pgrep -f 'containerd-shim|runsc-sandbox|runsc-gofer' || true)
+    if [ -n "$left" ] || [ -n "$shims" ]; then
+      echo "docker: left behind: containers [${left//$'\n'/ }], shim/runsc processes [${shims//$'\n'/ }]" >&2
+      docker ps -a --filter label=sandbox-console.managed=1 >&2 || true
+      exit 1
+    fi
+    log "clean: no sandbox containers, no shim or runsc processes"
+    ;;
+  image)
+    running || { echo "docker: dockerd is not running; run scripts/docker.sh up" >&2; exit 1; }
+    build_image
+    ;;
+  *) sed -n 's/^#! \{0,1\}//p' "$0" >&2; exit 64 ;;
+esac

@@ -1,0 +1,334 @@
+//! The `docker` provider's settings: schema, typed config, and the one validating `build()`.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::DockerProvider;
+use crate::{
+    model::schema::{ConfigSchema, FieldGroup, FieldKind, FieldSpec},
+    sandbox::{Error, SandboxProvider},
+};
+
+const MIB: u64 = 1024 * 1024;
+/// gVisor counts its sandbox's host threads against the pids limit: below this it cannot start
+/// or dies under a few hundred processes (measured on Debian's runsc).
+pub const GVISOR_MIN_PIDS: u32 = 1000;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DockerConfig {
+    pub docker_host: String,
+    pub python_image: String,
+    pub javascript_image: String,
+    pub runtime: String,
+    pub pool_size: u32,
+    pub fresh_container_per_run: bool,
+    pub timeout_secs: u32,
+    pub memory_mb: u32,
+    pub cpu_millis: u32,
+    pub pids_limit: u32,
+    pub workspace_mb: u32,
+    pub tmp_mb: u32,
+    pub max_output_bytes: u64,
+    pub max_artifacts: u32,
+    pub max_artifact_bytes: u64,
+    pub queue_wait_secs: u32,
+}
+
+impl Default for DockerConfig {
+    fn default() -> Self {
+        DockerConfig {
+            docker_host: "unix:///var/run/docker.sock".into(),
+            python_image: "sandbox-runtime:local".into(),
+            javascript_image: "sandbox-runtime:local".into(),
+            runtime: "runc".into(),
+            pool_size: 2,
+            fresh_container_per_run: true,
+            timeout_secs: 10,
+            memory_mb: 256,
+            cpu_millis: 1000,
+            pids_limit: 128,
+            workspace_mb: 64,
+            tmp_mb: 64,
+            max_output_bytes: MIB,
+            max_artifacts: 10,
+            max_artifact_bytes: 10 * MIB,
+            queue_wait_secs: 10,
+        }
+    }
+}
+
+impl DockerConfig {
+    /// Whether the runtime is gVisor, judged by its name (the health check also reads the
+    /// runtime's path from the daemon).
+    pub fn gvisor(&self) -> bool {
+        let name = self.runtime.to_ascii_lowercase();
+        name.contains("runsc") || name.contains("gvisor")
+    }
+}
+
+pub fn schema() -> ConfigSchema {
+    let d = DockerConfig::default();
+    let integer = |min: i64, max: i64| FieldKind::Integer {
+        min: Some(min),
+        max: Some(max),
+    };
+    ConfigSchema {
+        fields: vec![
+            FieldSpec::new("docker_host", FieldKind::String, "Docker host")
+                .describe(
+                    "Where dockerd listens: unix:///path/to/docker.sock, or tcp://host:port \
+                     (plain HTTP: only on a private network).",
+                )
+                .placeholder("unix:///var/run/docker.sock")
+                .default_value(json!(d.docker_host))
+                .group(FieldGroup::Deployment)
+                .required(),
+            FieldSpec::new("python_image", FieldKind::String, "Python image")
+                .describe(
+                    "Image that runs Python; it needs python3 and sleep. `make runtime-image` \
+                     builds sandbox-runtime:local without a registry.",
+                )
+                .default_value(json!(d.python_image))
+                .group(FieldGroup::Deployment)
+                .required(),
+            FieldSpec::new("javascript_image", FieldKind::String, "JavaScript image")
+                .describe("Image that runs JavaScript; it needs node and sleep.")
+                .default_value(json!(d.javascript_image))
+                .group(FieldGroup::Deployment)
+                .required(),
+            FieldSpec::new("runtime", FieldKind::String, "Container runtime")
+                .describe(
+                    "runc, or the name under which gVisor (runsc) is registered with dockerd \
+                     (see the provider's README). gVisor needs a pids limit of at least 1000.",
+                )
+                .default_value(json!(d.runtime))
+                .group(FieldGroup::Deployment)
+                .required(),
+            FieldSpec::new("pool_size", integer(1, 64), "Pool size per language")
+                .describe(
+                    "Containers kept warm for each language; also how many runs of one language \
+                     run at once.",
+                )
+                .default_value(json!(d.pool_size)),
+            FieldSpec::new(
+                "fresh_container_per_run",
+                FieldKind::Boolean,
+                "Fresh container per run",
+            )
+            .describe(
+                "Yes (strict): a container runs one program and is thrown away; a new one is \
+                 warmed in the background. No: containers are wiped (processes killed, \
+                 workspace and /tmp emptied) and reused.",
+            )
+            .default_value(json!(d.fresh_container_per_run)),
+            FieldSpec::new("timeout_secs", integer(1, 600), "Timeout (seconds)")
+                .describe("Wall-clock limit of one run; the container is killed when it passes.")
+                .default_value(json!(d.timeout_secs)),
+            FieldSpec::new("memory_mb", integer(32, 16_384), "Memory (MB)")
+                .describe("Memory of one container, swap included (memory = memory + swap).")
+                .default_value(json!(d.memory_mb)),
+            FieldSpec::new("cpu_millis", integer(100, 64_000), "CPU (millicores)")
+                .describe("CPU quota of one container: 1000 is one core.")
+                .default_value(json!(d.cpu_millis)),
+            FieldSpec::new("pids_limit", integer(16, 32_768), "Pids limit")
+                .describe(
+                    "Processes and threads one container may have. Under gVisor the sandbox's \
+                     own threads count too: use at least 1000.",
+                )
+                .default_value(json!(d.pids_limit)),
+            FieldSpec::new("workspace_mb", integer(1, 4096), "Workspace size (MB)")
+                .describe("Size of the in-memory /workspace the program runs in.")
+                .default_value(json!(d.workspace_mb)),
+            FieldSpec::new("tmp_mb", integer(1, 4096), "/tmp size (MB)")
+                .describe("Size of the in-memory /tmp.")
+                .default_value(json!(d.tmp_mb)),
+            FieldSpec::new(
+                "max_output_bytes",
+                integer(1024, 64 * MIB as i64),
+                "Max output (bytes)",
+            )
+            .describe(
+                "stdout and stderr are each cut at this size while they stream; the run is \
+                 killed and reports output_limit.",
+            )
+            .default_value(json!(d.max_output_bytes)),
+            FieldSpec::new("max_artifacts", integer(0, 50), "Max artifacts")
+                .describe("How many files from ./artifacts/ come back with a result.")
+                .default_value(json!(d.max_artifacts)),
+            FieldSpec::new(
+                "max_artifact_bytes",
+                integer(1, 100 * MIB as i64),
+                "Max artifact size (bytes)",
+            )
+            .describe("Largest artifact returned.")
+            .default_value(json!(d.max_artifact_bytes)),
+            FieldSpec::new("queue_wait_secs", integer(0, 300), "Queue wait (seconds)")
+                .describe(
+                    "How long a run waits for a free container before it is refused as \
+                     pool_busy (the API answers 429 with Retry-After).",
+                )
+                .default_value(json!(d.queue_wait_secs)),
+        ],
+    }
+}
+
+/// Validates stored or submitted values and builds the provider (it connects lazily: a daemon
+/// that is down is a health problem, not a form error). Reports every bad field at once.
+pub fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error> {
+    Ok(Arc::new(build_provider(raw)?))
+}
+
+/// [`build`], keeping the concrete type (tests and diagnostics read its pool).
+pub fn build_provider(raw: &Map<String, Value>) -> Result<DockerProvider, Error> {
+    let normalized = schema().normalize(raw);
+    let mut errors = normalized.as_ref().err().cloned().unwrap_or_default();
+    let values = normalized.unwrap_or_default();
+    let text = |key: &str| values.get(key).and_then(Value::as_str).unwrap_or_default();
+    if !errors.contains_key("docker_host") {
+        if let Err(message) = check_host(text("docker_host")) {
+            errors.insert("docker_host".into(), message);
+        }
+    }
+    for key in ["python_image", "javascript_image"] {
+        if !errors.contains_key(key) {
+            if let Err(message) = check_image(text(key)) {
+                errors.insert(key.into(), message);
+            }
+        }
+    }
+    if !errors.contains_key("runtime") {
+        let runtime = text("runtime");
+        if runtime.is_empty()
+            || !runtime
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            errors.insert(
+                "runtime".into(),
+                "Enter a runtime name such as runc or runsc (letters, digits, - _ .).".into(),
+            );
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Error::ConfigInvalid { errors });
+    }
+    let config: DockerConfig = serde_json::from_value(Value::Object(values))
+        .map_err(|e| Error::Backend(format!("docker config: {e}")))?;
+    if config.gvisor() && config.pids_limit < GVISOR_MIN_PIDS {
+        return Err(Error::field(
+            "pids_limit",
+            format!(
+                "gVisor ({}) needs a pids limit of at least {GVISOR_MIN_PIDS}: its sandbox's own \
+                 threads count against it.",
+                config.runtime
+            ),
+        ));
+    }
+    Ok(DockerProvider::new(config))
+}
+
+fn check_host(host: &str) -> Result<(), String> {
+    if let Some(path) = host.strip_prefix("unix://") {
+        if path.starts_with('/') && path.len() > 1 {
+            return Ok(());
+        }
+        return Err("Enter the socket's absolute path: unix:///var/run/docker.sock.".into());
+    }
+    let rest = host
+        .strip_prefix("tcp://")
+        .or_else(|| host.strip_prefix("http://"));
+    match rest.and_then(|r| r.trim_end_matches('/').rsplit_once(':')) {
+        Some((name, port)) if !name.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => {
+            Ok(())
+        }
+        _ => Err("Enter unix:///path/to/docker.sock or tcp://host:port.".into()),
+    }
+}
+
+/// Docker's reference grammar, loosely: lowercase name components, optional registry with a
+/// port, optional tag or digest. Enough to catch typos and spaces before the daemon does.
+fn check_image(image: &str) -> Result<(), String> {
+    let valid = !image.is_empty()
+        && image.len() <= 255
+        && !image.starts_with(['/', ':', '@', '.', '-'])
+        && !image.ends_with([':', '/', '@'])
+        && image
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:@".contains(c))
+        && !image.contains("//");
+    if valid {
+        Ok(())
+    } else {
+        Err("Enter an image reference such as sandbox-runtime:local or python:3.12-slim.".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn every_schema_field_deserializes_into_the_config() {
+        let values = schema().normalize(&Map::new()).unwrap();
+
+        let config: DockerConfig = serde_json::from_value(Value::Object(values.clone())).unwrap();
+
+        assert_eq!(config, DockerConfig::default());
+        let Value::Object(round_trip) = serde_json::to_value(&config).unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(
+            round_trip, values,
+            "the schema and the config have the same keys and defaults"
+        );
+    }
+
+    #[test]
+    fn build_reports_every_bad_field_at_once() {
+        let error = build(&values(json!({
+            "docker_host": "ftp://docker",
+            "python_image": "Not An Image",
+            "runtime": "run c",
+            "pool_size": 65,
+        })))
+        .unwrap_err();
+
+        let Error::ConfigInvalid { errors } = error else {
+            panic!("expected field errors")
+        };
+        assert!(errors["docker_host"].starts_with("Enter unix://"));
+        assert!(errors["python_image"].starts_with("Enter an image reference"));
+        assert!(errors["runtime"].starts_with("Enter a runtime name"));
+        assert_eq!(errors["pool_size"], "Enter a number from 1 to 64.");
+        assert!(!errors.contains_key("javascript_image"));
+    }
+
+    #[test]
+    fn gvisor_needs_a_pids_limit_of_at_least_1000() {
+        let low = build(&values(json!({ "runtime": "runsc", "pids_limit": 128 }))).unwrap_err();
+        let enough = build(&values(json!({ "runtime": "runsc", "pids_limit": 1000 })));
+
+        assert!(
+            matches!(low, Error::ConfigInvalid { errors } if errors["pids_limit"].contains("at least 1000"))
+        );
+        assert!(enough.is_ok());
+    }
+
+    #[test]
+    fn hosts_are_unix_sockets_or_tcp_addresses() {
+        assert!(check_host("unix:///var/run/docker.sock").is_ok());
+        assert!(check_host("tcp://10.0.0.5:2375").is_ok());
+        assert!(check_host("http://docker.internal:2375/").is_ok());
+        assert!(check_host("unix://relative.sock").is_err());
+        assert!(check_host("tcp://host").is_err());
+        assert!(check_host("tcp://:2375").is_err());
+        assert!(check_host("/var/run/docker.sock").is_err());
+    }
+}

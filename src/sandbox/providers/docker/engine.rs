@@ -1,0 +1,612 @@
+//! Everything the provider asks of dockerd, through bollard: the connection (negotiated
+//! lazily, so a daemon that is down is a health problem, not a config error), hardened
+//! containers, one run as one exec with its files sent on stdin, deadlines and output caps
+//! enforced from here by killing through the API, artifacts, and the reuse-mode wipe.
+
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use base64::{engine::general_purpose::STANDARD as BASE64, Engine as _};
+use bollard::{
+    exec::{CreateExecOptions, StartExecOptions, StartExecResults},
+    models::{ContainerCreateBody, HostConfig},
+    query_parameters::{
+        EventsOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
+        RemoveContainerOptionsBuilder,
+    },
+    Docker, API_DEFAULT_VERSION,
+};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
+
+use super::{config::DockerConfig, DockerError};
+use crate::{
+    model::execution::{Artifact, Language},
+    sandbox::runner::{self, ArtifactFile, ArtifactLimits, Job},
+};
+
+const BOOT_PY: &str = include_str!("scripts/boot.py");
+const BOOT_JS: &str = include_str!("scripts/boot.js");
+const COLLECT_PY: &str = include_str!("scripts/collect.py");
+const COLLECT_JS: &str = include_str!("scripts/collect.js");
+const CLEAN_SH: &str = include_str!("scripts/clean.sh");
+
+/// Label on every container this provider creates.
+pub const LABEL_MANAGED: &str = "sandbox-console.managed";
+/// Which process made it (`pid:start-time`), so a later start can tell a crashed owner's
+/// leftovers from a live console's containers on the same daemon.
+pub const LABEL_OWNER: &str = "sandbox-console.owner";
+/// Which provider instance (pool) made it.
+pub const LABEL_POOL: &str = "sandbox-console.pool";
+/// The uid (and gid) everything in a container runs as.
+pub const USER: &str = "65534:65534";
+const REQUEST_TIMEOUT_SECS: u64 = 120;
+
+/// A lazily connected client. bollard opens one connection per request on the unix socket,
+/// so a restarted dockerd is simply answered by the next request.
+#[derive(Debug)]
+pub struct Engine {
+    host: String,
+    client: tokio::sync::Mutex<Option<Docker>>,
+}
+
+impl Engine {
+    pub fn new(host: &str) -> Self {
+        Engine {
+            host: host.to_owned(),
+            client: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The client, connected and with the API version negotiated (Debian's dockerd speaks
+    /// 1.41; bollard's default is newer).
+    pub async fn client(&self) -> Result<Docker, DockerError> {
+        let mut slot = self.client.lock().await;
+        if let Some(docker) = slot.as_ref() {
+            return Ok(docker.clone());
+        }
+        let connect = |source| DockerError::Connect {
+            host: self.host.clone(),
+            source,
+        };
+        let docker = if self.host.starts_with("unix://") {
+            Docker::connect_with_unix(&self.host, REQUEST_TIMEOUT_SECS, API_DEFAULT_VERSION)
+        } else {
+            let address = self.host.replacen("tcp://", "http://", 1);
+            Docker::connect_with_http(&address, REQUEST_TIMEOUT_SECS, API_DEFAULT_VERSION)
+        }
+        .map_err(connect)?;
+        let docker = docker.negotiate_version().await.map_err(connect)?;
+        *slot = Some(docker.clone());
+        Ok(docker)
+    }
+}
+
+/// This process, as written in [`LABEL_OWNER`]: its pid and its start time (so a reused pid
+/// is not mistaken for us).
+pub fn owner_of(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22 (starttime) counted after the command name, which may hold spaces.
+    let after_name = stat.rsplit_once(')')?.1;
+    let start = after_name.split_whitespace().nth(19)?;
+    Some(format!("{pid}:{start}"))
+}
+
+/// Whether the process an owner label names is still alive (same pid, same start time).
+pub fn owner_alive(owner: &str) -> bool {
+    let Some(pid) = owner.split(':').next().and_then(|p| p.parse::<u32>().ok()) else {
+        return false;
+    };
+    owner_of(pid).as_deref() == Some(owner)
+}
+
+/// The hardened container every run gets: no network, tini as init, read-only root, size-capped
+/// tmpfs workspace and /tmp, nobody's uid, no capabilities, no-new-privileges, memory = memory +
+/// swap, pids and CPU limits, our labels. It idles in `sleep` until a run is exec'd into it.
+pub fn container_body(
+    config: &DockerConfig,
+    language: Language,
+    owner: &str,
+    pool: &str,
+) -> ContainerCreateBody {
+    let memory = i64::from(config.memory_mb) * 1024 * 1024;
+    let tmpfs = |mb: u32| format!("rw,nosuid,nodev,size={}m,mode=1777", mb);
+    ContainerCreateBody {
+        image: Some(image_of(config, language).to_owned()),
+        cmd: Some(vec!["sleep".into(), "infinity".into()]),
+        user: Some(USER.into()),
+        working_dir: Some("/workspace".into()),
+        hostname: Some("sandbox".into()),
+        env: Some(base_env()),
+        network_disabled: Some(true),
+        labels: Some(HashMap::from([
+            (LABEL_MANAGED.to_owned(), "1".to_owned()),
+            (LABEL_OWNER.to_owned(), owner.to_owned()),
+            (LABEL_POOL.to_owned(), pool.to_owned()),
+            (
+                "sandbox-console.language".to_owned(),
+                language.id().to_owned(),
+            ),
+        ])),
+        host_config: Some(HostConfig {
+            network_mode: Some("none".into()),
+            init: Some(true),
+            readonly_rootfs: Some(true),
+            tmpfs: Some(HashMap::from([
+                ("/workspace".to_owned(), tmpfs(config.workspace_mb)),
+                ("/tmp".to_owned(), tmpfs(config.tmp_mb)),
+            ])),
+            cap_drop: Some(vec!["ALL".into()]),
+            security_opt: Some(vec!["no-new-privileges".into()]),
+            memory: Some(memory),
+            memory_swap: Some(memory),
+            pids_limit: Some(i64::from(config.pids_limit)),
+            nano_cpus: Some(i64::from(config.cpu_millis) * 1_000_000),
+            runtime: Some(config.runtime.clone()),
+            auto_remove: Some(false),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn base_env() -> Vec<String> {
+    vec![
+        "PATH=/usr/local/bin:/usr/bin:/bin".into(),
+        "HOME=/tmp".into(),
+        "LANG=C.UTF-8".into(),
+    ]
+}
+
+pub fn image_of(config: &DockerConfig, language: Language) -> &str {
+    match language {
+        Language::Python => &config.python_image,
+        Language::Javascript => &config.javascript_image,
+    }
+}
+
+/// Creates and starts one container; removes it again if it does not start.
+pub async fn start_container(
+    docker: &Docker,
+    config: &DockerConfig,
+    language: Language,
+    owner: &str,
+    pool: &str,
+) -> Result<String, DockerError> {
+    let image = image_of(config, language).to_owned();
+    let created = docker
+        .create_container(None, container_body(config, language, owner, pool))
+        .await
+        .map_err(|source| match &source {
+            bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            } => DockerError::ImageMissing {
+                image: image.clone(),
+            },
+            _ => DockerError::CreateContainer {
+                image: image.clone(),
+                source,
+            },
+        })?;
+    if let Err(source) = docker.start_container(&created.id, None).await {
+        remove(docker, &created.id).await;
+        return Err(DockerError::StartContainer {
+            image,
+            runtime: config.runtime.clone(),
+            source,
+        });
+    }
+    Ok(created.id)
+}
+
+/// Force-removes a container (killing it first if needed); failures are logged only: the
+/// start-up sweep catches anything left.
+pub async fn remove(docker: &Docker, id: &str) {
+    let options = RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .v(true)
+        .build();
+    match docker.remove_container(id, Some(options)).await {
+        Ok(()) => {}
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => {}
+        Err(error) => {
+            tracing::warn!(container = id, %error, "could not remove a sandbox container")
+        }
+    }
+}
+
+async fn kill(docker: &Docker, id: &str) {
+    let options = KillContainerOptionsBuilder::default()
+        .signal("KILL")
+        .build();
+    if let Err(error) = docker.kill_container(id, Some(options)).await {
+        tracing::debug!(container = id, %error, "kill (the container may be gone already)");
+    }
+}
+
+/// Our containers on the daemon: (id, owner label, pool label).
+pub async fn list_ours(docker: &Docker) -> Result<Vec<(String, String, String)>, DockerError> {
+    let filters = HashMap::from([("label", vec![format!("{LABEL_MANAGED}=1")])]);
+    let options = ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
+    let listed = docker
+        .list_containers(Some(options))
+        .await
+        .map_err(DockerError::Daemon)?;
+    Ok(listed
+        .into_iter()
+        .filter_map(|c| {
+            let labels = c.labels.unwrap_or_default();
+            Some((
+                c.id?,
+                labels.get(LABEL_OWNER).cloned().unwrap_or_default(),
+                labels.get(LABEL_POOL).cloned().unwrap_or_default(),
+            ))
+        })
+        .collect())
+}
+
+/// Why the provider stopped a run early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    Deadline,
+    Output,
+}
+
+/// One finished exec, as the provider saw it.
+#[derive(Debug)]
+pub struct RawRun {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: Option<i32>,
+    pub stopped: Option<Stopped>,
+    /// The container stopped under the run (not by us): an OOM kill of a gVisor sandbox, or
+    /// the program killed the container's idle process.
+    pub container_died: bool,
+    pub elapsed: Duration,
+    pub started_at: SystemTime,
+}
+
+/// Output of one stream, cut at the cap.
+#[derive(Default)]
+struct Capped {
+    kept: Vec<u8>,
+    over: bool,
+}
+
+impl Capped {
+    fn push(&mut self, bytes: &[u8], cap: usize) {
+        let room = cap.saturating_sub(self.kept.len());
+        self.kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        self.over |= bytes.len() > room;
+    }
+}
+
+/// Runs `job` in container `id` as one exec: the bootstrap reads the files from stdin and runs
+/// the main() runner. Past `timeout`, or once stdout or stderr goes over the cap, the
+/// container is killed through the API (killing our side of the stream would not stop it).
+pub async fn run_job(
+    docker: &Docker,
+    id: &str,
+    job: &Job,
+    flag: &str,
+    timeout: Duration,
+    max_output: usize,
+) -> Result<RawRun, DockerError> {
+    let cmd: Vec<String> = match job.language {
+        Language::Python => vec![
+            "python3".into(),
+            "-I".into(),
+            "-B".into(),
+            "-c".into(),
+            BOOT_PY.into(),
+        ],
+        Language::Javascript => vec!["node".into(), "-e".into(), BOOT_JS.into()],
+    };
+    let files: serde_json::Map<String, serde_json::Value> = job
+        .files
+        .iter()
+        .map(|f| (f.name.to_owned(), json!(BASE64.encode(&f.contents))))
+        .collect();
+    let payload = json!({ "files": files, "flag": flag }).to_string();
+    let started = Instant::now();
+    let started_at = SystemTime::now();
+    let (exec_id, mut output, mut input) = start_exec(docker, id, cmd, true).await?;
+
+    let mut stdout = Capped::default();
+    let mut stderr = Capped::default();
+    let mut stopped = None;
+    let mut container_died = false;
+    let feed = async move {
+        // A program that exits without reading stdin closes the pipe: not our error.
+        let _ = input.write_all(payload.as_bytes()).await;
+        let _ = input.shutdown().await;
+    };
+    let read = async {
+        while let Some(frame) = output.next().await {
+            match frame {
+                Ok(bollard::container::LogOutput::StdOut { message }) => {
+                    stdout.push(&message, max_output)
+                }
+                Ok(bollard::container::LogOutput::StdErr { message }) => {
+                    stderr.push(&message, max_output)
+                }
+                Ok(_) => {}
+                Err(source) => {
+                    return Err(DockerError::Exec {
+                        id: id.to_owned(),
+                        source,
+                    })
+                }
+            }
+            if stdout.over || stderr.over {
+                return Ok(Some(Stopped::Output));
+            }
+        }
+        Ok(None)
+    };
+    // Under gVisor an out-of-memory kill takes the whole sandbox down while the exec stream
+    // stays open; so after a moment the container itself is watched too (fast runs pay nothing).
+    let watch = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        loop {
+            if !running(docker, id).await.unwrap_or(true) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    };
+    enum Ended {
+        Stream(Option<Stopped>),
+        ContainerDied,
+    }
+    let run = async {
+        tokio::select! {
+            read = async { tokio::join!(feed, read).1 } => read.map(Ended::Stream),
+            () = watch => Ok(Ended::ContainerDied),
+        }
+    };
+    match tokio::time::timeout(timeout, run).await {
+        Ok(Ok(Ended::Stream(why))) => stopped = why,
+        Ok(Ok(Ended::ContainerDied)) => container_died = true,
+        Ok(Err(error)) => return Err(error),
+        Err(_elapsed) => stopped = Some(Stopped::Deadline),
+    }
+    let elapsed = started.elapsed();
+    let exit_code = if stopped.is_some() || container_died {
+        kill(docker, id).await;
+        None
+    } else {
+        exit_code(docker, &exec_id).await?
+    };
+    Ok(RawRun {
+        stdout: String::from_utf8_lossy(&stdout.kept).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr.kept).into_owned(),
+        exit_code,
+        stopped,
+        container_died,
+        elapsed,
+        started_at,
+    })
+}
+
+type Output = std::pin::Pin<
+    Box<
+        dyn futures_util::Stream<
+                Item = Result<bollard::container::LogOutput, bollard::errors::Error>,
+            > + Send,
+    >,
+>;
+type Input = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
+
+async fn start_exec(
+    docker: &Docker,
+    id: &str,
+    cmd: Vec<String>,
+    stdin: bool,
+) -> Result<(String, Output, Input), DockerError> {
+    let exec_error = |source| DockerError::Exec {
+        id: id.to_owned(),
+        source,
+    };
+    let exec = docker
+        .create_exec(
+            id,
+            CreateExecOptions {
+                attach_stdin: Some(stdin),
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                cmd: Some(cmd),
+                user: Some(USER.to_owned()),
+                working_dir: Some("/workspace".to_owned()),
+                env: Some(base_env()),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(exec_error)?;
+    let options = StartExecOptions {
+        detach: false,
+        tty: false,
+        output_capacity: Some(64 * 1024),
+    };
+    match docker
+        .start_exec(&exec.id, Some(options))
+        .await
+        .map_err(exec_error)?
+    {
+        StartExecResults::Attached { output, input } => Ok((exec.id, output, input)),
+        StartExecResults::Detached => Err(DockerError::Protocol(
+            "dockerd started the exec detached".into(),
+        )),
+    }
+}
+
+/// The exec's exit code once dockerd has it (the stream can end a moment before).
+async fn exit_code(docker: &Docker, exec_id: &str) -> Result<Option<i32>, DockerError> {
+    for _ in 0..50 {
+        let inspected = docker
+            .inspect_exec(exec_id)
+            .await
+            .map_err(DockerError::Daemon)?;
+        if inspected.running != Some(true) {
+            return Ok(inspected.exit_code.map(|c| c as i32));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(None)
+}
+
+/// Runs a short fixed command (no stdin) and returns its stdout, cut at `cap`.
+async fn run_fixed(
+    docker: &Docker,
+    id: &str,
+    cmd: Vec<String>,
+    timeout: Duration,
+    cap: usize,
+) -> Result<(String, Option<i32>), DockerError> {
+    let (exec_id, mut output, _input) = start_exec(docker, id, cmd, false).await?;
+    let mut stdout = Capped::default();
+    let read = async {
+        while let Some(frame) = output.next().await {
+            if let Ok(bollard::container::LogOutput::StdOut { message }) = frame {
+                stdout.push(&message, cap);
+            }
+        }
+    };
+    if tokio::time::timeout(timeout, read).await.is_err() {
+        kill(docker, id).await;
+        return Err(DockerError::Protocol(format!(
+            "a housekeeping command did not finish within {timeout:?}"
+        )));
+    }
+    let code = exit_code(docker, &exec_id).await?;
+    Ok((String::from_utf8_lossy(&stdout.kept).into_owned(), code))
+}
+
+#[derive(Deserialize)]
+struct Listed {
+    name: String,
+    size: u64,
+    regular: bool,
+    #[serde(default)]
+    data: Option<String>,
+}
+
+/// Reads `/workspace/artifacts` through a second exec, under the same rules as every provider.
+pub async fn collect_artifacts(
+    docker: &Docker,
+    id: &str,
+    language: Language,
+    limits: ArtifactLimits,
+) -> Result<(Vec<Artifact>, Vec<String>), DockerError> {
+    let extensions = runner::ARTIFACT_EXTENSIONS.join(",");
+    let args = [
+        limits.max_count.to_string(),
+        limits.max_bytes.to_string(),
+        extensions,
+    ];
+    let mut cmd: Vec<String> = match language {
+        Language::Python => vec![
+            "python3".into(),
+            "-I".into(),
+            "-c".into(),
+            COLLECT_PY.into(),
+        ],
+        Language::Javascript => vec!["node".into(), "-e".into(), COLLECT_JS.into()],
+    };
+    cmd.extend(args);
+    // base64 of every returnable file, plus room for the listing itself.
+    let cap = (limits.max_count as u64 * limits.max_bytes * 4 / 3 + 1024 * 1024) as usize;
+    let (text, _) = run_fixed(docker, id, cmd, Duration::from_secs(30), cap).await?;
+    let listed: Vec<Listed> = serde_json::from_str(&text).map_err(|e| {
+        DockerError::Protocol(format!("the artifact listing was not valid JSON: {e}"))
+    })?;
+    let mut contents: HashMap<String, String> = HashMap::new();
+    let files = listed
+        .into_iter()
+        .map(|l| {
+            if let Some(data) = l.data {
+                contents.insert(l.name.clone(), data);
+            }
+            ArtifactFile {
+                name: l.name,
+                regular: l.regular,
+                size: l.size,
+            }
+        })
+        .collect();
+    Ok(runner::select_artifacts(files, limits, |name| {
+        let data = contents
+            .get(name)
+            .ok_or_else(|| "not sent by the container".to_owned())?;
+        BASE64
+            .decode(data)
+            .map_err(|e| format!("damaged in transit: {e}"))
+    }))
+}
+
+/// Reuse mode: wipes a container for the next run. `Ok(true)` only when nothing is left.
+pub async fn wipe(docker: &Docker, id: &str) -> Result<bool, DockerError> {
+    let cmd = vec!["sh".into(), "-c".into(), CLEAN_SH.into()];
+    let (text, code) = run_fixed(docker, id, cmd, Duration::from_secs(10), 64 * 1024).await?;
+    let clean = code == Some(0) && text.trim() == "clean";
+    if !clean {
+        tracing::info!(container = id, report = %text.trim(), "a container could not be wiped; it is replaced");
+    }
+    Ok(clean)
+}
+
+/// Whether the container still runs.
+pub async fn running(docker: &Docker, id: &str) -> Result<bool, DockerError> {
+    Ok(state(docker, id).await?.0)
+}
+
+/// Whether the container still runs, and whether it ended because the OOM killer took its
+/// main process (what `State.OOMKilled` records).
+pub async fn state(docker: &Docker, id: &str) -> Result<(bool, bool), DockerError> {
+    let inspected = docker
+        .inspect_container(id, None)
+        .await
+        .map_err(DockerError::Daemon)?;
+    let state = inspected.state.unwrap_or_default();
+    Ok((
+        state.running.unwrap_or(false),
+        state.oom_killed.unwrap_or(false),
+    ))
+}
+
+/// Whether the kernel's OOM killer struck in the container since `since`. dockerd sets
+/// `State.OOMKilled` only when the container's main process dies; for a process killed inside
+/// a running container there is only the `oom` event, read back from the daemon's event log.
+pub async fn oom_since(docker: &Docker, id: &str, since: SystemTime) -> bool {
+    let stamp = |t: SystemTime| {
+        let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+        format!("{}.{:09}", d.as_secs(), d.subsec_nanos())
+    };
+    let filters = HashMap::from([
+        ("container", vec![id.to_owned()]),
+        ("event", vec!["oom".to_owned()]),
+    ]);
+    let options = EventsOptionsBuilder::new()
+        .since(&stamp(since - Duration::from_secs(1)))
+        .until(&stamp(SystemTime::now()))
+        .filters(&filters)
+        .build();
+    let events = docker.events(Some(options));
+    futures_util::pin_mut!(events);
+    let first = tokio::time::timeout(Duration::from_secs(3), events.next()).await;
+    matches!(first, Ok(Some(Ok(_))))
+}

@@ -1,0 +1,574 @@
+//! The `docker` provider: runs Python and JavaScript in hardened containers from a warm pool,
+//! through the Docker Engine API (bollard), under runc or gVisor. See README.md in this folder.
+
+mod config;
+mod engine;
+mod pool;
+
+use std::{sync::Arc, time::Duration};
+
+use async_trait::async_trait;
+use serde_json::{json, Map, Value};
+use tokio::sync::OnceCell;
+
+pub use config::{build, build_provider, schema, DockerConfig, GVISOR_MIN_PIDS};
+pub use engine::{owner_alive, LABEL_MANAGED, LABEL_OWNER, LABEL_POOL};
+
+use crate::{
+    model::{
+        execution::{ExecRequest, ExecStatus, ExecutionResult, Language, ReturnValue},
+        provider::{HealthReport, PoolState, ProviderInfo},
+    },
+    sandbox::{
+        registry::ProviderKind,
+        runner::{self, ArtifactLimits},
+        Error, Instance, SandboxProvider,
+    },
+};
+use engine::{Engine, Stopped};
+use pool::Pool;
+
+pub const KIND: &str = "docker";
+
+pub fn info() -> ProviderInfo {
+    ProviderInfo {
+        kind: KIND.into(),
+        name: "Docker".into(),
+        description: "Runs each program in a hardened container from a warm pool: no network, \
+                      read-only root, nobody's uid, no capabilities, memory, CPU and pids limits; \
+                      runc or gVisor. Needs dockerd and a runtime image."
+            .into(),
+        tags: vec![
+            "containers".into(),
+            "gvisor".into(),
+            "python".into(),
+            "javascript".into(),
+        ],
+    }
+}
+
+pub fn kind() -> ProviderKind {
+    ProviderKind {
+        info,
+        schema,
+        build,
+    }
+}
+
+/// The provider's private errors, one per remote operation, turned into [`Error`] at the
+/// trait boundary.
+#[derive(Debug, thiserror::Error)]
+pub enum DockerError {
+    #[error("cannot reach dockerd at {host}: {source}")]
+    Connect {
+        host: String,
+        source: bollard::errors::Error,
+    },
+    #[error(
+        "image {image:?} is not on the Docker host: build it with `make runtime-image`, or pull or load it"
+    )]
+    ImageMissing { image: String },
+    #[error("creating a container from {image:?}: {source}")]
+    CreateContainer {
+        image: String,
+        source: bollard::errors::Error,
+    },
+    #[error("starting a container from {image:?} with runtime {runtime:?}: {source}")]
+    StartContainer {
+        image: String,
+        runtime: String,
+        source: bollard::errors::Error,
+    },
+    #[error("running the program in container {}: {source}", short(id))]
+    Exec {
+        id: String,
+        source: bollard::errors::Error,
+    },
+    #[error("dockerd: {0}")]
+    Daemon(bollard::errors::Error),
+    #[error("{0}")]
+    Protocol(String),
+}
+
+impl DockerError {
+    /// The container is gone or stopped (killed behind our back, dockerd restarted).
+    fn container_gone(&self) -> bool {
+        matches!(
+            self,
+            DockerError::Exec {
+                source: bollard::errors::Error::DockerResponseServerError {
+                    status_code: 404 | 409,
+                    ..
+                },
+                ..
+            }
+        )
+    }
+
+    /// The daemon did not answer at all (not an error answer from it).
+    fn transport(&self) -> bool {
+        let source = match self {
+            DockerError::Connect { .. } => return true,
+            DockerError::Exec { source, .. }
+            | DockerError::Daemon(source)
+            | DockerError::CreateContainer { source, .. }
+            | DockerError::StartContainer { source, .. } => source,
+            _ => return false,
+        };
+        !matches!(
+            source,
+            bollard::errors::Error::DockerResponseServerError { .. }
+                | bollard::errors::Error::JsonDataError { .. }
+                | bollard::errors::Error::JsonSerdeError { .. }
+        )
+    }
+}
+
+impl From<DockerError> for Error {
+    fn from(error: DockerError) -> Self {
+        if error.transport() {
+            Error::Unreachable(error.to_string())
+        } else {
+            Error::Backend(error.to_string())
+        }
+    }
+}
+
+fn short(id: &str) -> &str {
+    &id[..id.len().min(12)]
+}
+
+/// What the pools and their background tasks share.
+#[derive(Debug)]
+pub struct Shared {
+    config: DockerConfig,
+    engine: Engine,
+    /// This process, as written on our containers.
+    owner: String,
+    /// This provider instance, as written on our containers.
+    pool_id: String,
+    /// The start-up sweep of a crashed console's containers, done once per provider.
+    swept: OnceCell<()>,
+}
+
+impl Shared {
+    /// Creates and starts one hardened container (after the one-time sweep).
+    async fn start(&self, language: Language) -> Result<String, Error> {
+        let docker = self.engine.client().await?;
+        self.swept
+            .get_or_init(|| async {
+                match sweep_stale(&docker).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(
+                        removed = n,
+                        "removed sandbox containers left by a console that is gone"
+                    ),
+                    Err(error) => {
+                        tracing::warn!(%error, "could not look for stale sandbox containers")
+                    }
+                }
+            })
+            .await;
+        Ok(
+            engine::start_container(&docker, &self.config, language, &self.owner, &self.pool_id)
+                .await?,
+        )
+    }
+}
+
+/// Removes containers with our label whose owning process is gone (a console that crashed or
+/// was killed). Containers of live consoles on the same daemon are left alone.
+pub async fn sweep_stale(docker: &bollard::Docker) -> Result<usize, DockerError> {
+    let mut removed = 0;
+    for (id, owner, _pool) in engine::list_ours(docker).await? {
+        if !owner_alive(&owner) {
+            engine::remove(docker, &id).await;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+#[derive(Debug)]
+pub struct DockerProvider {
+    info: ProviderInfo,
+    shared: Arc<Shared>,
+    python: Arc<Pool>,
+    javascript: Arc<Pool>,
+}
+
+impl DockerProvider {
+    pub fn new(config: DockerConfig) -> Self {
+        let size = config.pool_size.max(1) as usize;
+        let pool_id = format!("{:016x}", rand::random::<u64>());
+        let owner = engine::owner_of(std::process::id()).unwrap_or_else(|| "unknown".into());
+        DockerProvider {
+            info: info(),
+            python: Arc::new(Pool::new(Language::Python, size)),
+            javascript: Arc::new(Pool::new(Language::Javascript, size)),
+            shared: Arc::new(Shared {
+                engine: Engine::new(&config.docker_host),
+                config,
+                owner,
+                pool_id,
+                swept: OnceCell::new(),
+            }),
+        }
+    }
+
+    pub fn config(&self) -> &DockerConfig {
+        &self.shared.config
+    }
+
+    /// This provider instance's label value ([`LABEL_POOL`]) on its containers.
+    pub fn pool_id(&self) -> &str {
+        &self.shared.pool_id
+    }
+
+    fn pool(&self, language: Language) -> &Arc<Pool> {
+        match language {
+            Language::Python => &self.python,
+            Language::Javascript => &self.javascript,
+        }
+    }
+
+    fn pools(&self) -> [&Arc<Pool>; 2] {
+        [&self.python, &self.javascript]
+    }
+
+    /// The ids of the idle containers of `language` (for tests and diagnostics).
+    pub fn idle_containers(&self, language: Language) -> Vec<String> {
+        self.pool(language).idle_ids()
+    }
+
+    async fn check_daemon(&self) -> Result<Map<String, Value>, String> {
+        let config = &self.shared.config;
+        let docker = self
+            .shared
+            .engine
+            .client()
+            .await
+            .map_err(|e| e.to_string())?;
+        let unreachable = |e: bollard::errors::Error| {
+            format!(
+                "dockerd at {} did not answer: {e}",
+                self.shared.engine.host()
+            )
+        };
+        docker.ping().await.map_err(unreachable)?;
+        let info = docker.info().await.map_err(unreachable)?;
+        let runtimes = info.runtimes.unwrap_or_default();
+        let Some(runtime) = runtimes.get(&config.runtime) else {
+            let mut names: Vec<_> = runtimes.keys().cloned().collect();
+            names.sort();
+            return Err(format!(
+                "runtime {:?} is not registered with dockerd (it has: {}); register it in \
+                 /etc/docker/daemon.json and reload dockerd (see the docker provider's README)",
+                config.runtime,
+                names.join(", ")
+            ));
+        };
+        let runtime_path = runtime.path.clone().unwrap_or_default();
+        let gvisor = config.gvisor() || runtime_path.ends_with("runsc");
+        if gvisor && config.pids_limit < GVISOR_MIN_PIDS {
+            return Err(format!(
+                "runtime {:?} is gVisor ({runtime_path}): it needs a pids limit of at least {GVISOR_MIN_PIDS}",
+                config.runtime
+            ));
+        }
+        let mut images = Vec::new();
+        for image in [&config.python_image, &config.javascript_image] {
+            if images.contains(image) {
+                continue;
+            }
+            match docker.inspect_image(image).await {
+                Ok(_) => images.push(image.clone()),
+                Err(bollard::errors::Error::DockerResponseServerError {
+                    status_code: 404, ..
+                }) => {
+                    return Err(DockerError::ImageMissing {
+                        image: image.clone(),
+                    }
+                    .to_string())
+                }
+                Err(e) => return Err(unreachable(e)),
+            }
+        }
+        let version = docker.version().await.map_err(unreachable)?;
+        Ok(Map::from_iter([
+            ("docker_host".to_owned(), json!(self.shared.engine.host())),
+            ("docker_version".to_owned(), json!(info.server_version)),
+            ("api_version".to_owned(), json!(version.api_version)),
+            ("runtime".to_owned(), json!(config.runtime)),
+            ("runtime_path".to_owned(), json!(runtime_path)),
+            ("gvisor".to_owned(), json!(gvisor)),
+            ("images".to_owned(), json!(images)),
+        ]))
+    }
+
+    /// Runs one job in a leased container; tells whether the container may be reused.
+    async fn run(
+        &self,
+        lease: &mut pool::Lease,
+        request: &ExecRequest,
+        timeout: Duration,
+    ) -> Result<(ExecutionResult, bool), Error> {
+        let config = &self.shared.config;
+        let pool = self.pool(request.language);
+        let docker = self.shared.engine.client().await?;
+        let job = runner::prepare(request);
+        let flag = format!("{}artifacts", job.marker);
+        let max_output = config.max_output_bytes as usize;
+        let raw = match engine::run_job(&docker, &lease.id, &job, &flag, timeout, max_output).await
+        {
+            Err(error) if error.container_gone() => {
+                // An idle container died behind our back: replace it once and run there.
+                tracing::info!(
+                    container = short(&lease.id),
+                    "a pooled container was gone; replacing it"
+                );
+                pool.replace(&self.shared, lease).await?;
+                engine::run_job(&docker, &lease.id, &job, &flag, timeout, max_output).await?
+            }
+            other => other?,
+        };
+        let mut stderr = raw.stderr;
+        let wants_artifacts = match stderr.find(&format!("\n{flag}\n")) {
+            Some(at) => {
+                stderr.replace_range(at..at + flag.len() + 2, "");
+                true
+            }
+            None => false,
+        };
+        let code = raw.exit_code.unwrap_or(-1);
+        // A run that failed may have taken its container down with it (gVisor dies whole on
+        // an OOM kill); one inspect tells, only for runs that did not succeed.
+        let failed = raw.container_died || (raw.stopped.is_none() && raw.exit_code != Some(0));
+        let (running, oom_killed) = match failed {
+            true => engine::state(&docker, &lease.id)
+                .await
+                .unwrap_or((false, false)),
+            false => (raw.stopped.is_none(), false),
+        };
+        let died = raw.container_died || (failed && !running);
+        let killed_inside = died || (raw.stopped.is_none() && code == 137);
+        let oom = killed_inside
+            && (oom_killed || engine::oom_since(&docker, &lease.id, raw.started_at).await);
+        let outcome = runner::interpret(&job, code, &raw.stdout);
+        if let Some(error) = &outcome.error {
+            if !stderr.contains(error.as_str()) {
+                stderr.push_str(error);
+                stderr.push('\n');
+            }
+        }
+        let limit = match raw.stopped {
+            Some(Stopped::Deadline) => Some(ExecStatus::Timeout),
+            Some(Stopped::Output) => Some(ExecStatus::OutputLimit),
+            None if died && oom => {
+                // runsc's own complaint about the sandbox it lost; not the program's output.
+                stderr = stderr
+                    .lines()
+                    .filter(|l| !l.contains("urpc method \"containerManager."))
+                    .map(|l| format!("{l}\n"))
+                    .collect();
+                Some(ExecStatus::MemoryLimit)
+            }
+            None if died => {
+                stderr.push_str("the container stopped during the run\n");
+                Some(ExecStatus::ProgramError)
+            }
+            // SIGKILL from inside a container that lives on: the cgroup's OOM killer took
+            // the program, as the daemon's `oom` event says; any other SIGKILL is the program's.
+            None if code == 137 && oom => Some(ExecStatus::MemoryLimit),
+            None if code == 137 => None,
+            None => {
+                let signal = (129..160).contains(&code).then_some(code - 128);
+                runner::classify(signal, raw.exit_code, raw.elapsed, timeout, false, &stderr)
+            }
+        };
+        let status = limit.unwrap_or(outcome.status);
+        let mut metadata = Map::new();
+        metadata.insert("provider".into(), json!(KIND));
+        metadata.insert("container".into(), json!(short(&lease.id)));
+        metadata.insert("cold_start".into(), json!(lease.cold));
+        metadata.insert("runtime".into(), json!(config.runtime));
+        metadata.insert(
+            "queue_wait_ms".into(),
+            json!(lease.waited.as_millis() as u64),
+        );
+        let mut artifacts = Vec::new();
+        if wants_artifacts && running && raw.stopped.is_none() {
+            let limits = ArtifactLimits {
+                max_count: config.max_artifacts as usize,
+                max_bytes: config.max_artifact_bytes,
+            };
+            match engine::collect_artifacts(&docker, &lease.id, request.language, limits).await {
+                Ok((found, skipped)) => {
+                    artifacts = found;
+                    if !skipped.is_empty() {
+                        metadata.insert("skipped_artifacts".into(), json!(skipped));
+                    }
+                }
+                Err(error) => {
+                    metadata.insert("artifact_error".into(), json!(error.to_string()));
+                }
+            }
+        }
+        // A container that was OOM-killed or SIGKILLed inside is not trusted with another run.
+        let reusable = running && !killed_inside && raw.stopped.is_none();
+        Ok((
+            ExecutionResult {
+                status,
+                result: if status == ExecStatus::Success {
+                    outcome.result
+                } else {
+                    ReturnValue::absent()
+                },
+                stdout: outcome.stdout,
+                stderr,
+                exit_code: raw.exit_code,
+                wall_time_ms: raw.elapsed.as_millis() as u64,
+                artifacts,
+                metadata,
+            },
+            reusable,
+        ))
+    }
+}
+
+#[async_trait]
+impl SandboxProvider for DockerProvider {
+    fn info(&self) -> &ProviderInfo {
+        &self.info
+    }
+
+    fn languages(&self) -> &[Language] {
+        &Language::ALL
+    }
+
+    async fn health(&self) -> HealthReport {
+        let mut details = match self.check_daemon().await {
+            Ok(details) => details,
+            Err(message) => {
+                return HealthReport {
+                    healthy: false,
+                    message,
+                    details: Map::new(),
+                }
+            }
+        };
+        let mut replaced = 0;
+        for pool in self.pools() {
+            replaced += pool.heal(&self.shared).await;
+            let name = pool.language.id();
+            details.insert(format!("pool_{name}_size"), json!(pool.size()));
+            details.insert(format!("pool_{name}_busy"), json!(pool.busy()));
+            details.insert(format!("pool_{name}_idle"), json!(pool.idle()));
+        }
+        if replaced > 0 {
+            details.insert("containers_replaced".into(), json!(replaced));
+        }
+        let summary: Vec<String> = self
+            .pools()
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} {} idle, {} busy of {}",
+                    p.language.id(),
+                    p.idle(),
+                    p.busy(),
+                    p.size()
+                )
+            })
+            .collect();
+        HealthReport {
+            healthy: true,
+            message: format!(
+                "dockerd {} answered; runtime {} and the images are there. Pool: {}.",
+                details
+                    .get("docker_version")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
+                self.shared.config.runtime,
+                summary.join("; ")
+            ),
+            details,
+        }
+    }
+
+    fn pool_state(&self) -> Option<PoolState> {
+        let size = self.pools().iter().map(|p| p.size() as u64).sum();
+        let busy = self.pools().iter().map(|p| p.busy() as u64).sum();
+        Some(PoolState { size, busy })
+    }
+
+    fn warm_up(&self) {
+        for pool in self.pools() {
+            pool.warm_up(&self.shared);
+        }
+    }
+
+    async fn shutdown(&self) {
+        for pool in self.pools() {
+            pool.close(&self.shared).await;
+        }
+    }
+
+    async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
+        // A container is leased per run inside execute(): one that dies between the two
+        // calls is never handed out.
+        Ok(Instance {
+            id: format!("docker-{language}"),
+            language,
+            metadata: Map::new(),
+        })
+    }
+
+    async fn execute(
+        &self,
+        instance: &Instance,
+        request: &ExecRequest,
+    ) -> Result<ExecutionResult, Error> {
+        if instance.language != request.language {
+            return Err(Error::Backend(format!(
+                "instance {} runs {}, not {}",
+                instance.id, instance.language, request.language
+            )));
+        }
+        let config = &self.shared.config;
+        let timeout = request
+            .timeout_secs
+            .unwrap_or(config.timeout_secs)
+            .clamp(1, config.timeout_secs);
+        let pool = self.pool(request.language);
+        let wait = Duration::from_secs(config.queue_wait_secs.into());
+        let mut lease = pool.checkout(&self.shared, wait).await?;
+        let outcome = self
+            .run(&mut lease, request, Duration::from_secs(timeout.into()))
+            .await;
+        let reusable = matches!(outcome, Ok((_, true)));
+        pool.release(&self.shared, lease, reusable);
+        outcome.map(|(result, _)| result)
+    }
+
+    async fn destroy_instance(&self, _instance: Instance) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+impl Drop for DockerProvider {
+    /// A provider dropped without `shutdown` (a path that forgot it) still releases its idle
+    /// containers, when a runtime is there to do it.
+    fn drop(&mut self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let shared = self.shared.clone();
+        let pools = [self.python.clone(), self.javascript.clone()];
+        runtime.spawn(async move {
+            for pool in pools {
+                pool.close(&shared).await;
+            }
+        });
+    }
+}

@@ -1,0 +1,563 @@
+//! The docker provider against the real dockerd that `make test` starts (scripts/docker.sh
+//! up), under runc and under gVisor (runsc): the conformance suite, hostile programs, faults.
+//! These never skip: without a daemon they fail and say how to start one.
+
+use std::{process::Command, sync::Arc, time::Duration};
+
+use sandbox_console::{
+    model::execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
+    sandbox::{
+        providers::docker::{self, DockerProvider},
+        testkit, Error, SandboxProvider,
+    },
+};
+use serde_json::{json, Map, Value};
+
+pub const IMAGE: &str = "sandbox-runtime:local";
+pub const RUNTIMES: [&str; 2] = ["runc", "runsc"];
+
+fn docker_cli(args: &[&str]) -> String {
+    let output = Command::new("docker")
+        .args(args)
+        .output()
+        .expect("the docker CLI runs (scripts/docker.sh up installs it)");
+    assert!(
+        output.status.success(),
+        "docker {args:?} failed: {} — is dockerd running? `scripts/docker.sh up` starts it",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Test settings for `runtime`: small limits so limit cases end quickly.
+pub fn settings(runtime: &str, overrides: Value) -> Map<String, Value> {
+    let mut values = json!({
+        "runtime": runtime,
+        "python_image": IMAGE,
+        "javascript_image": IMAGE,
+        "pool_size": 2,
+        "timeout_secs": 5,
+        "memory_mb": 256,
+        "pids_limit": if runtime == "runsc" { 1000 } else { 64 },
+        "max_output_bytes": 65536,
+        "queue_wait_secs": 30,
+    });
+    for (key, value) in overrides.as_object().unwrap() {
+        values[key] = value.clone();
+    }
+    values.as_object().unwrap().clone()
+}
+
+pub fn provider(runtime: &str, overrides: Value) -> Arc<DockerProvider> {
+    Arc::new(
+        docker::build_provider(&settings(runtime, overrides)).expect("the docker provider builds"),
+    )
+}
+
+async fn run(provider: &DockerProvider, language: Language, code: &str) -> ExecutionResult {
+    try_run(provider, language, code)
+        .await
+        .expect("the provider runs the code")
+}
+
+async fn try_run(
+    provider: &DockerProvider,
+    language: Language,
+    code: &str,
+) -> Result<ExecutionResult, Error> {
+    let instance = provider.create_instance(language).await?;
+    let request = ExecRequest {
+        language,
+        code: code.into(),
+        arguments: Map::new(),
+        timeout_secs: None,
+    };
+    let result = provider.execute(&instance, &request).await;
+    provider.destroy_instance(instance).await?;
+    result
+}
+
+/// Containers carrying a pool's label, running or not.
+fn containers_of(pool: &str) -> Vec<String> {
+    docker_cli(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &format!("label={}={pool}", docker::LABEL_POOL),
+    ])
+    .lines()
+    .map(str::to_owned)
+    .collect()
+}
+
+fn pool_id(provider: &DockerProvider) -> String {
+    provider.pool_id().to_owned()
+}
+
+/// Waits until the warm-up parked `per_language` idle containers for each language.
+async fn warmed(provider: &DockerProvider, per_language: usize) -> Vec<String> {
+    for _ in 0..100 {
+        let idle: Vec<String> = Language::ALL
+            .iter()
+            .flat_map(|l| provider.idle_containers(*l))
+            .collect();
+        if idle.len() == 2 * per_language {
+            return idle;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the pool did not warm up to {per_language} per language");
+}
+
+/// Waits until a pool's background work settles to `expected` containers.
+async fn settle(pool: &str, expected: usize) -> Vec<String> {
+    let mut found = Vec::new();
+    for _ in 0..100 {
+        found = containers_of(pool);
+        if found.len() == expected {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "pool {pool} has {} containers, expected {expected}: {found:?}",
+        found.len()
+    );
+}
+
+#[tokio::test]
+async fn the_conformance_suite_passes_under_runc_and_gvisor() {
+    for runtime in RUNTIMES {
+        let provider = provider(runtime, json!({ "timeout_secs": 10 }));
+
+        let failures = testkit::run_all(provider.as_ref()).await;
+        provider.shutdown().await;
+
+        assert!(failures.is_empty(), "{runtime}: {failures:#?}");
+    }
+}
+
+#[tokio::test]
+async fn health_reports_daemon_runtime_images_and_pool() {
+    for runtime in RUNTIMES {
+        let provider = provider(runtime, json!({}));
+        provider.warm_up();
+        let pool = pool_id(&provider);
+        warmed(&provider, 2).await;
+
+        let health = provider.health().await;
+        provider.shutdown().await;
+
+        assert!(health.healthy, "{runtime}: {}", health.message);
+        assert_eq!(health.details["runtime"], json!(runtime));
+        assert_eq!(health.details["gvisor"], json!(runtime == "runsc"));
+        assert_eq!(health.details["pool_python_size"], json!(2));
+        assert_eq!(health.details["pool_python_idle"], json!(2));
+        assert_eq!(health.details["pool_javascript_busy"], json!(0));
+        assert!(health.details["api_version"].as_str().is_some());
+        assert!(
+            health.message.contains("python 2 idle, 0 busy of 2"),
+            "{}",
+            health.message
+        );
+        settle(&pool, 0).await;
+    }
+}
+
+#[tokio::test]
+async fn every_container_is_hardened() {
+    let provider = provider("runc", json!({ "cpu_millis": 500, "pids_limit": 77 }));
+    provider.warm_up();
+    let pool = pool_id(&provider);
+    let ids = warmed(&provider, 2).await;
+
+    let inspected: Value = serde_json::from_str(&docker_cli(&["inspect", &ids[0]])).unwrap();
+    provider.shutdown().await;
+
+    let host = &inspected[0]["HostConfig"];
+    assert_eq!(host["NetworkMode"], "none");
+    assert_eq!(host["Init"], true);
+    assert_eq!(host["ReadonlyRootfs"], true);
+    assert_eq!(host["CapDrop"], json!(["ALL"]));
+    assert_eq!(host["SecurityOpt"], json!(["no-new-privileges"]));
+    assert_eq!(host["Memory"], json!(256 * 1024 * 1024));
+    assert_eq!(host["MemorySwap"], host["Memory"]);
+    assert_eq!(host["PidsLimit"], 77);
+    assert_eq!(host["NanoCpus"], 500_000_000);
+    assert!(host["Tmpfs"]["/workspace"]
+        .as_str()
+        .unwrap()
+        .contains("size=64m"));
+    assert!(host["Tmpfs"]["/tmp"].as_str().unwrap().contains("size=64m"));
+    assert_eq!(inspected[0]["Config"]["User"], "65534:65534");
+    assert_eq!(inspected[0]["Config"]["Labels"][docker::LABEL_MANAGED], "1");
+    settle(&pool, 0).await;
+}
+
+#[tokio::test]
+async fn hostile_programs_get_typed_statuses_and_nothing_escapes() {
+    for runtime in RUNTIMES {
+        let provider = provider(runtime, json!({ "timeout_secs": 3 }));
+        let cases: [(&str, Language, &str, fn(&ExecutionResult) -> bool); 9] = [
+            (
+                "ignores SIGTERM and sleeps",
+                Language::Python,
+                "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)\n",
+                |r| r.status == ExecStatus::Timeout,
+            ),
+            (
+                "busy loop",
+                Language::Javascript,
+                "while (true) {}",
+                |r| r.status == ExecStatus::Timeout,
+            ),
+            (
+                "writes outside the workspace",
+                Language::Python,
+                "def main():\n    out = []\n    for p in ['/etc/x', '/usr/x', '/x', '/proc/sys/kernel/hostname']:\n        try:\n            open(p, 'w').write('x')\n            out.append(p)\n        except OSError:\n            pass\n    return out\n",
+                |r| r.status == ExecStatus::Success && r.result.value == json!([]),
+            ),
+            (
+                "fills the workspace tmpfs",
+                Language::Python,
+                "def main():\n    with open('big', 'wb') as f:\n        for _ in range(200):\n            f.write(b'x' * (1 << 20))\n",
+                |r| r.status == ExecStatus::ProgramError && r.stderr.contains("No space left on device"),
+            ),
+            (
+                "fork bomb",
+                Language::Python,
+                "import os, time\nwhile True:\n    os.fork()\n",
+                |r| matches!(r.status, ExecStatus::ProcessLimit | ExecStatus::MemoryLimit | ExecStatus::Timeout),
+            ),
+            (
+                "memory hog",
+                Language::Javascript,
+                "const keep = []; while (true) keep.push(Buffer.alloc(16 << 20, 1));",
+                |r| r.status == ExecStatus::MemoryLimit,
+            ),
+            (
+                "snoops the environment and /proc",
+                Language::Python,
+                "import os\ndef main():\n    env = sorted(os.environ)\n    procs = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n    leaked = [p for p in procs if b'CANARY' in open('/proc/%d/environ' % p, 'rb').read()] if procs else []\n    return {'env': env, 'uid': os.getuid(), 'leaked': leaked, 'ifaces': os.listdir('/sys/class/net') if os.path.exists('/sys/class/net') else []}\n",
+                |r| {
+                    r.status == ExecStatus::Success
+                        && r.result.value["env"] == json!(["HOME", "HOSTNAME", "LANG", "PATH"])
+                        && r.result.value["uid"] == json!(65534)
+                        && r.result.value["leaked"] == json!([])
+                        && r.result.value["ifaces"].as_array().is_none_or(|i| i.iter().all(|n| n == "lo"))
+                },
+            ),
+            (
+                "reaches the network",
+                Language::Javascript,
+                "const net = require('net'); async function main() { return await new Promise((resolve) => { const s = net.connect(80, '172.17.0.1'); s.on('connect', () => resolve('connected')); s.on('error', (e) => resolve(e.code)); setTimeout(() => resolve('timeout'), 1500); }); }",
+                |r| r.status == ExecStatus::Success && r.result.value != json!("connected"),
+            ),
+            (
+                "floods stdout",
+                Language::Python,
+                "import sys\nwhile True:\n    sys.stdout.write('z' * 65536)\n",
+                |r| r.status == ExecStatus::OutputLimit && r.stdout.len() <= 65536,
+            ),
+        ];
+        std::env::set_var("SANDBOX_TEST_CANARY", "CANARY-secret");
+        for (name, language, code, check) in cases {
+            let result = run(&provider, language, code).await;
+            assert!(
+                check(&result),
+                "{runtime}, {name}: status {:?}, result {}, stdout {:?}, stderr {:?}",
+                result.status,
+                result.result.value,
+                result.stdout.chars().take(200).collect::<String>(),
+                result.stderr.chars().take(400).collect::<String>()
+            );
+        }
+        let after = run(
+            &provider,
+            Language::Python,
+            "def main():\n    return 'still fine'\n",
+        )
+        .await;
+        assert_eq!(
+            after.result.value,
+            json!("still fine"),
+            "{runtime}: the pool recovered"
+        );
+        provider.shutdown().await;
+        settle(&pool_id(&provider), 0).await;
+    }
+}
+
+#[tokio::test]
+async fn a_run_never_sees_what_an_earlier_run_left_strict_or_reused() {
+    for (runtime, fresh) in [("runc", true), ("runc", false), ("runsc", false)] {
+        let provider = provider(
+            runtime,
+            json!({ "pool_size": 1, "fresh_container_per_run": fresh }),
+        );
+        let plant = "import os, subprocess\ndef main():\n    open('/workspace/left.txt', 'w').write('a')\n    open('/tmp/left.txt', 'w').write('a')\n    subprocess.Popen(['sleep', '300'], start_new_session=True)\n    return os.uname().nodename\n";
+        let look = "import os\ndef main():\n    procs = [open('/proc/%s/cmdline' % p).read() for p in os.listdir('/proc') if p.isdigit()]\n    return {'files': sorted(os.listdir('/workspace')) + sorted(os.listdir('/tmp')), 'sleepers': [p for p in procs if p.startswith('sleep\\x00300')]}\n";
+
+        let planted = run(&provider, Language::Python, plant).await;
+        let first = planted.metadata["container"].clone();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let seen = run(&provider, Language::Python, look).await;
+        provider.shutdown().await;
+
+        assert_eq!(
+            planted.status,
+            ExecStatus::Success,
+            "{runtime}: {}",
+            planted.stderr
+        );
+        assert_eq!(
+            seen.status,
+            ExecStatus::Success,
+            "{runtime}: {}",
+            seen.stderr
+        );
+        let files = seen.result.value["files"].as_array().unwrap();
+        assert!(
+            !files.contains(&json!("left.txt")),
+            "{runtime}, fresh={fresh}: {files:?}"
+        );
+        assert_eq!(
+            seen.result.value["sleepers"],
+            json!([]),
+            "{runtime}, fresh={fresh}"
+        );
+        if fresh {
+            assert_ne!(
+                seen.metadata["container"], first,
+                "strict mode never reuses"
+            );
+        } else {
+            assert_eq!(
+                seen.metadata["container"], first,
+                "reuse mode reuses after the wipe"
+            );
+        }
+        settle(&pool_id(&provider), 0).await;
+    }
+}
+
+#[tokio::test]
+async fn a_pooled_container_killed_from_outside_is_replaced() {
+    let provider = provider(
+        "runc",
+        json!({ "pool_size": 1, "fresh_container_per_run": false }),
+    );
+    provider.warm_up();
+    let pool = pool_id(&provider);
+    let ids = warmed(&provider, 1).await;
+    for id in &ids {
+        docker_cli(&["kill", id]);
+    }
+
+    let result = run(&provider, Language::Python, "def main():\n    return 1\n").await;
+    let health = provider.health().await;
+    provider.shutdown().await;
+
+    assert_eq!(result.status, ExecStatus::Success, "{}", result.stderr);
+    assert_eq!(result.metadata["cold_start"], json!(true));
+    assert!(health.healthy, "{}", health.message);
+    settle(&pool, 0).await;
+}
+
+#[tokio::test]
+async fn a_missing_image_or_runtime_is_a_clear_health_error() {
+    let no_image = provider(
+        "runc",
+        json!({ "javascript_image": "sandbox-runtime:does-not-exist" }),
+    );
+    let no_runtime = provider("no-such-runtime", json!({}));
+
+    let image_health = no_image.health().await;
+    let runtime_health = no_runtime.health().await;
+    let run_error = try_run(&no_image, Language::Javascript, "1")
+        .await
+        .unwrap_err();
+
+    assert!(!image_health.healthy);
+    assert!(
+        image_health
+            .message
+            .contains("\"sandbox-runtime:does-not-exist\" is not on the Docker host"),
+        "{}",
+        image_health.message
+    );
+    assert!(!runtime_health.healthy);
+    assert!(
+        runtime_health
+            .message
+            .contains("runtime \"no-such-runtime\" is not registered")
+            && runtime_health.message.contains("runc"),
+        "{}",
+        runtime_health.message
+    );
+    assert!(
+        matches!(&run_error, Error::Backend(m) if m.contains("sandbox-runtime:does-not-exist")),
+        "{run_error}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_daemon_is_unhealthy_and_runs_fail_typed() {
+    let provider = provider(
+        "runc",
+        json!({ "docker_host": "unix:///nonexistent/docker.sock" }),
+    );
+
+    let health = provider.health().await;
+    let error = try_run(&provider, Language::Python, "1").await.unwrap_err();
+
+    assert!(!health.healthy);
+    assert!(
+        health.message.contains("/nonexistent/docker.sock"),
+        "{}",
+        health.message
+    );
+    assert!(matches!(error, Error::Unreachable(_)), "{error}");
+}
+
+#[tokio::test]
+async fn a_full_pool_answers_pool_busy_after_the_queue_wait() {
+    let provider = provider("runc", json!({ "pool_size": 1, "queue_wait_secs": 0 }));
+    let slow = {
+        let provider = provider.clone();
+        tokio::spawn(async move {
+            run(&provider, Language::Python, "import time\ntime.sleep(2)\n").await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let refused = try_run(&provider, Language::Python, "print(1)").await;
+    let other_language = try_run(&provider, Language::Javascript, "console.log(1)").await;
+    let slow = slow.await.unwrap();
+    provider.shutdown().await;
+
+    assert!(
+        matches!(refused, Err(Error::PoolBusy { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        other_language.unwrap().status,
+        ExecStatus::Success,
+        "each language has its pool"
+    );
+    assert_eq!(slow.status, ExecStatus::Success);
+    settle(&pool_id(&provider), 0).await;
+}
+
+#[tokio::test]
+async fn a_dockerd_restart_fails_the_run_in_flight_and_the_pool_rebuilds() {
+    let provider = provider("runc", json!({ "pool_size": 1, "timeout_secs": 30 }));
+    let in_flight = {
+        let provider = provider.clone();
+        tokio::spawn(async move {
+            try_run(&provider, Language::Python, "import time\ntime.sleep(20)\n").await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    let restart = Command::new("scripts/docker.sh")
+        .arg("restart")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("scripts/docker.sh runs");
+    let failed = in_flight.await.unwrap();
+    let mut after = try_run(
+        &provider,
+        Language::Python,
+        "def main():\n    return 'back'\n",
+    )
+    .await;
+    for _ in 0..20 {
+        if after.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        after = try_run(
+            &provider,
+            Language::Python,
+            "def main():\n    return 'back'\n",
+        )
+        .await;
+    }
+    provider.shutdown().await;
+
+    assert!(restart.success());
+    assert!(
+        matches!(failed, Err(Error::Unreachable(_) | Error::Backend(_))),
+        "the run in flight fails typed: {failed:?}"
+    );
+    assert_eq!(after.expect("runs work again").result.value, json!("back"));
+    settle(&pool_id(&provider), 0).await;
+}
+
+#[tokio::test]
+async fn a_crashed_consoles_containers_are_swept_and_live_ones_kept() {
+    let stale = docker_cli(&[
+        "create",
+        "--label",
+        &format!("{}=1", docker::LABEL_MANAGED),
+        "--label",
+        &format!("{}=999999999:1", docker::LABEL_OWNER),
+        IMAGE,
+        "sleep",
+        "1",
+    ]);
+    let stale = stale.trim();
+    let live = provider("runc", json!({ "pool_size": 1 }));
+    live.warm_up();
+    let live_pool = pool_id(&live);
+    warmed(&live, 1).await;
+
+    let other = provider("runc", json!({ "pool_size": 1 }));
+    let result = run(&other, Language::Python, "print('swept')").await;
+    other.shutdown().await;
+    let stale_left = docker_cli(&[
+        "ps",
+        "-aq",
+        "--no-trunc",
+        "--filter",
+        &format!("id={stale}"),
+    ]);
+
+    assert_eq!(result.stdout, "swept\n");
+    assert_eq!(
+        stale_left.trim(),
+        "",
+        "the dead owner's container was removed"
+    );
+    assert_eq!(
+        containers_of(&live_pool).len(),
+        2,
+        "a live owner's containers stay"
+    );
+    live.shutdown().await;
+    settle(&live_pool, 0).await;
+    settle(&pool_id(&other), 0).await;
+}
+
+#[test]
+fn the_owner_label_tells_live_processes_from_gone_ones() {
+    let me = format!("{}", std::process::id());
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let start = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_owned();
+
+    assert!(docker::owner_alive(&format!("{me}:{start}")));
+    assert!(
+        !docker::owner_alive(&format!("{me}:1")),
+        "a reused pid is not us"
+    );
+    assert!(!docker::owner_alive("999999999:1"));
+    assert!(!docker::owner_alive("garbage"));
+}
