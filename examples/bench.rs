@@ -86,13 +86,31 @@ fn stats(mut ms: Vec<f64>) -> (f64, f64) {
 }
 
 /// Times `runs` calls of `f` after `warm` unmeasured ones.
-async fn measure<F, Fut>(runs: usize, warm: usize, mut f: F) -> anyhow::Result<(f64, f64)>
+async fn measure<F, Fut>(runs: usize, warm: usize, f: F) -> anyhow::Result<(f64, f64)>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    measure_spaced(runs, warm, std::time::Duration::ZERO, f).await
+}
+
+/// [`measure`] with a pause between calls (not timed): how a pool behaves when runs arrive
+/// spaced out rather than back to back.
+async fn measure_spaced<F, Fut>(
+    runs: usize,
+    warm: usize,
+    pause: std::time::Duration,
+    mut f: F,
+) -> anyhow::Result<(f64, f64)>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<()>>,
 {
     let mut samples = Vec::with_capacity(runs);
     for i in 0..runs + warm {
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
         let started = Instant::now();
         f().await?;
         if i >= warm {
@@ -101,6 +119,88 @@ where
     }
     Ok(stats(samples))
 }
+
+/// The docker floor: `python3 -c pass` exec'd with bollard into one warm container (runtime
+/// `runtime`, no limits beyond the provider's network and user), created here and removed after.
+async fn raw_docker_exec(runtime: &str, runs: usize, warm: usize) -> anyhow::Result<(f64, f64)> {
+    use bollard::{
+        exec::{CreateExecOptions, StartExecResults},
+        models::{ContainerCreateBody, HostConfig},
+        query_parameters::RemoveContainerOptionsBuilder,
+        Docker, API_DEFAULT_VERSION,
+    };
+    use futures_util::StreamExt;
+    let docker =
+        Docker::connect_with_unix("unix:///var/run/docker.sock", 120, API_DEFAULT_VERSION)?
+            .negotiate_version()
+            .await?;
+    let body = ContainerCreateBody {
+        image: Some(DOCKER_IMAGE.into()),
+        cmd: Some(vec!["sleep".into(), "infinity".into()]),
+        user: Some("65534:65534".into()),
+        host_config: Some(HostConfig {
+            network_mode: Some("none".into()),
+            init: Some(true),
+            runtime: Some(runtime.into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let id = docker.create_container(None, body).await?.id;
+    docker.start_container(&id, None).await?;
+    let timed = measure(runs, warm, || {
+        let docker = docker.clone();
+        let id = id.clone();
+        async move {
+            let exec = docker
+                .create_exec(
+                    &id,
+                    CreateExecOptions {
+                        attach_stdout: Some(true),
+                        attach_stderr: Some(true),
+                        cmd: Some(vec!["python3", "-c", "pass"]),
+                        ..Default::default()
+                    },
+                )
+                .await?;
+            if let StartExecResults::Attached { mut output, .. } =
+                docker.start_exec(&exec.id, None).await?
+            {
+                while output.next().await.is_some() {}
+            }
+            let code = docker.inspect_exec(&exec.id).await?.exit_code;
+            anyhow::ensure!(code == Some(0), "exit code {code:?}");
+            Ok(())
+        }
+    })
+    .await;
+    let options = RemoveContainerOptionsBuilder::default().force(true).build();
+    docker.remove_container(&id, Some(options)).await?;
+    timed
+}
+
+/// The docker provider's settings for the benchmark.
+fn docker_settings(
+    runtime: &str,
+    fresh: bool,
+    pool_size: u32,
+    queue_wait: u32,
+) -> Map<String, Value> {
+    json!({
+        "runtime": runtime,
+        "python_image": DOCKER_IMAGE,
+        "javascript_image": DOCKER_IMAGE,
+        "pids_limit": 1000,
+        "pool_size": pool_size,
+        "fresh_container_per_run": fresh,
+        "queue_wait_secs": queue_wait,
+    })
+    .as_object()
+    .cloned()
+    .unwrap_or_default()
+}
+
+const DOCKER_IMAGE: &str = "sandbox-runtime:local";
 
 fn first_line(program: &str, args: &[&str]) -> String {
     Command::new(program)
@@ -275,6 +375,88 @@ async fn main() -> anyhow::Result<()> {
     })
     .await?;
 
+    eprintln!("docker: raw bollard exec floors and the docker provider ...");
+    let docker_paths = [
+        ("runc", true, "runc, fresh container per run (default)"),
+        ("runc", false, "runc, containers wiped and reused"),
+        ("runsc", true, "gVisor (runsc), fresh container per run"),
+        (
+            "runsc",
+            false,
+            "gVisor (runsc), containers wiped and reused",
+        ),
+    ];
+    let raw_runc = raw_docker_exec("runc", runs, warm).await?;
+    let raw_runsc = raw_docker_exec("runsc", runs, warm).await?;
+    let mut docker_rows = Vec::new();
+    for (runtime, fresh, label) in docker_paths {
+        let saved = state
+            .sandbox
+            .save(
+                "bench",
+                "docker",
+                docker_settings(runtime, fresh, 2, 30),
+                None,
+                true,
+            )
+            .await?;
+        anyhow::ensure!(
+            matches!(saved, SaveOutcome::Saved { active: true, .. }),
+            "{saved:?}"
+        );
+        // Let the pool warm before the clock starts.
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        let timed = measure(runs, warm, in_process(python.clone())).await?;
+        let pause = std::time::Duration::from_millis(500);
+        let spaced = measure_spaced(runs, warm, pause, in_process(python.clone())).await?;
+        let floor = if runtime == "runc" {
+            raw_runc
+        } else {
+            raw_runsc
+        };
+        docker_rows.push((label, timed, spaced, floor));
+    }
+    // Where pool_busy starts: pool size 2, no queue wait, N runs of 1 s started at once.
+    eprintln!("docker: pool_busy threshold ...");
+    let saved = state
+        .sandbox
+        .save(
+            "bench",
+            "docker",
+            docker_settings("runc", true, 2, 0),
+            None,
+            true,
+        )
+        .await?;
+    anyhow::ensure!(
+        matches!(saved, SaveOutcome::Saved { active: true, .. }),
+        "{saved:?}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let sleeper = ExecRequest {
+        code: "import time\ntime.sleep(1)\n".into(),
+        ..python.clone()
+    };
+    let mut busy_rows = Vec::new();
+    for concurrency in 1..=4usize {
+        let runs: Vec<_> = (0..concurrency)
+            .map(|_| {
+                let (state, caller, request) = (state.clone(), caller.clone(), sleeper.clone());
+                tokio::spawn(async move { state.sandbox.execute(&request, &caller).await })
+            })
+            .collect();
+        let mut busy = 0;
+        for run in runs {
+            if matches!(run.await?, Err(Error::PoolBusy { .. })) {
+                busy += 1;
+            }
+        }
+        busy_rows.push((concurrency, busy));
+        // The pool refills in the background after each wave.
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    }
+    activate("local").await?;
+
     eprintln!("throughput ...");
     let mut throughput = Vec::new();
     for concurrency in [1usize, 2, 4, 8] {
@@ -324,6 +506,9 @@ async fn main() -> anyhow::Result<()> {
     })
     .await?;
 
+    // Whatever the providers still hold (containers of a replaced docker provider) goes now.
+    state.sandbox.shutdown().await;
+
     let mut report = String::new();
     let ratio = |x: (f64, f64), floor: (f64, f64)| x.0 / floor.0;
     writeln!(report, "# Benchmarks\n")?;
@@ -353,7 +538,23 @@ async fn main() -> anyhow::Result<()> {
         ratio(local_js, bare_node)
     )?;
     writeln!(report, "| gateway, `POST /api/v1/execute` with the noop provider | the same call in-process | {:.2}× |", ratio(noop_http, noop_inproc))?;
-    writeln!(report, "| docker provider (runc, runsc), raw bollard exec floor | — | not measured: there is no docker provider yet (issue 4) |\n")?;
+    for (label, timed, spaced, floor) in &docker_rows {
+        writeln!(
+            report,
+            "| docker provider, python, in-process: {label}, runs 0.5 s apart | raw bollard exec of `python3 -c pass` in a warm container, same runtime | {:.2}× |",
+            ratio(*spaced, *floor)
+        )?;
+        writeln!(
+            report,
+            "| docker provider, python, in-process: {label}, back to back | the same floor | {:.2}× |",
+            ratio(*timed, *floor)
+        )?;
+    }
+    writeln!(
+        report,
+        "| docker provider, runc default, against the local provider | local provider, python, in-process | {:.2}× |\n",
+        ratio(docker_rows[0].2, local_inproc)
+    )?;
     writeln!(report, "## Absolute times (ms)\n")?;
     writeln!(report, "| path | median | p95 |\n|---|---|---|")?;
     for (name, (median, p95)) in [
@@ -362,6 +563,46 @@ async fn main() -> anyhow::Result<()> {
         ("local, python `main()`, in-process", local_inproc),
         ("local, python `main()`, `POST /api/v1/execute`", local_http),
         ("local, javascript `main()`, in-process", local_js),
+        (
+            "floor: raw bollard exec `python3 -c pass`, warm container, runc",
+            raw_runc,
+        ),
+        (
+            "floor: raw bollard exec `python3 -c pass`, warm container, runsc",
+            raw_runsc,
+        ),
+        (
+            "docker, python `main()`, in-process: runc, fresh container per run, 0.5 s apart",
+            docker_rows[0].2,
+        ),
+        (
+            "docker, python `main()`, in-process: runc, fresh container per run, back to back",
+            docker_rows[0].1,
+        ),
+        (
+            "docker, python `main()`, in-process: runc, wiped and reused, 0.5 s apart",
+            docker_rows[1].2,
+        ),
+        (
+            "docker, python `main()`, in-process: runc, wiped and reused, back to back",
+            docker_rows[1].1,
+        ),
+        (
+            "docker, python `main()`, in-process: runsc, fresh container per run, 0.5 s apart",
+            docker_rows[2].2,
+        ),
+        (
+            "docker, python `main()`, in-process: runsc, fresh container per run, back to back",
+            docker_rows[2].1,
+        ),
+        (
+            "docker, python `main()`, in-process: runsc, wiped and reused, 0.5 s apart",
+            docker_rows[3].2,
+        ),
+        (
+            "docker, python `main()`, in-process: runsc, wiped and reused, back to back",
+            docker_rows[3].1,
+        ),
         ("noop provider, in-process", noop_inproc),
         ("noop provider, `POST /api/v1/execute`", noop_http),
         (
@@ -385,6 +626,16 @@ async fn main() -> anyhow::Result<()> {
     for (concurrency, per_second) in &throughput {
         writeln!(report, "| {concurrency} | {per_second:.1} |")?;
     }
+    writeln!(report, "\n## Docker provider: where `pool_busy` starts\n")?;
+    writeln!(report, "Pool size 2 per language, queue wait 0 s, runc, fresh container per run: N python runs of `time.sleep(1)` started at once.\n")?;
+    writeln!(
+        report,
+        "| concurrent runs | refused as pool_busy |\n|---|---|"
+    )?;
+    for (concurrency, busy) in &busy_rows {
+        writeln!(report, "| {concurrency} | {busy} |")?;
+    }
+    writeln!(report, "\nThe docker runs above are tight loops: in fresh-container mode each run's container is replaced in the background (about 0.2 s under runc, 0.4 s under runsc), so back-to-back runs on a pool of 2 partly wait for a replacement; in reuse mode they wait for the wipe. Runs 0.5 s apart find a warm container every time.")?;
     std::fs::write(&out, &report)?;
     eprintln!("wrote {out}");
     print!("{report}");

@@ -31,6 +31,9 @@ pub struct SandboxSettings {
     pub active_health: HealthReport,
     /// Languages the active provider runs (empty when none is running).
     pub active_languages: Vec<crate::model::execution::Language>,
+    /// The active provider's pool (busy of size), for providers that have one.
+    #[serde(default)]
+    pub active_pool: Option<crate::model::provider::PoolState>,
     pub providers: Vec<ProviderCard>,
 }
 

@@ -297,10 +297,12 @@ impl SandboxService {
             .active()
             .map(|(_, p)| p.languages().to_vec())
             .unwrap_or_default();
+        let active_pool = self.active().and_then(|(_, p)| p.pool_state());
         Ok(SandboxSettings {
             active_kind,
             active_health,
             active_languages,
+            active_pool,
             providers,
         })
     }

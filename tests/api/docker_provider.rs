@@ -194,11 +194,19 @@ async fn every_container_is_hardened() {
     settle(&pool, 0).await;
 }
 
+/// A hostile program: what it does, its language, its code, and the verdict it must get.
+type HostileCase = (
+    &'static str,
+    Language,
+    &'static str,
+    fn(&ExecutionResult) -> bool,
+);
+
 #[tokio::test]
 async fn hostile_programs_get_typed_statuses_and_nothing_escapes() {
     for runtime in RUNTIMES {
         let provider = provider(runtime, json!({ "timeout_secs": 3 }));
-        let cases: [(&str, Language, &str, fn(&ExecutionResult) -> bool); 9] = [
+        let cases: [HostileCase; 9] = [
             (
                 "ignores SIGTERM and sleeps",
                 Language::Python,

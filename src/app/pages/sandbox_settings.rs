@@ -113,8 +113,14 @@ fn Settings(
                             view! {
                                 <span class="badges">
                                     <span class="badge success">"Active"</span>
-                                    <span class=class title=health.message data-testid="health-badge">{label}</span>
+                                    <span class=class title=health.message.clone() data-testid="health-badge">{label}</span>
                                 </span>
+                                <span class="health-message" data-testid="health-message">{health.message}</span>
+                                {settings.active_pool.map(|pool| view! {
+                                    <span class="pool" data-testid="pool-status">
+                                        {format!("Pool: {} busy of {}", pool.busy, pool.size)}
+                                    </span>
+                                })}
                             }
                         })}
                         <span class="description">{p.info.description.clone()}</span>

@@ -1,0 +1,60 @@
+// The docker provider end to end, against the dockerd that `make test` starts: configure it in
+// the page (a bad image first), test connection, make it active, see its pool on the card, run
+// code in a container; then the local provider is made active again for the other specs.
+import { test, expect } from '@playwright/test';
+import { expectInteractive, signIn } from './helpers.mjs';
+
+test.beforeEach(async ({ page }) => {
+  await page.goto('/login');
+  await signIn(page);
+  await expect(page.getByTestId('admin-name')).toBeVisible();
+});
+
+test('an admin configures the docker provider, tests it, and runs code in a container', async ({ page, javaScriptEnabled }, testInfo) => {
+  test.setTimeout(90_000);
+  await page.goto('/admin/sandbox-settings');
+  await expectInteractive(page, javaScriptEnabled);
+  await page.getByTestId('provider-docker').click();
+  await expect(page).toHaveURL(/provider=docker/);
+  await expectInteractive(page, javaScriptEnabled);
+  await expect(page.getByLabel('Docker host')).toHaveValue('unix:///var/run/docker.sock');
+
+  // A typo in the image: the connection test names it.
+  await page.getByLabel('Python image').fill('sandbox-runtime:no-such-tag');
+  await page.getByTestId('test-connection').click();
+  await expect(page.getByTestId('connection-report')).toContainText('"sandbox-runtime:no-such-tag" is not on the Docker host');
+  await page.getByTestId('close-report').click();
+
+  await page.getByLabel('Python image').fill('sandbox-runtime:local');
+  await page.getByLabel('Pool size per language').fill('1');
+  await page.getByTestId('test-connection').click();
+  await expect(page.getByTestId('connection-report')).toContainText('Connection test passed', { timeout: 30_000 });
+  await page.getByTestId('close-report').click();
+
+  await page.getByLabel('Make this the active provider').check();
+  await page.getByTestId('save').click();
+  await expect(page.getByTestId('save-notice')).toContainText('Saved (version');
+  await expect(page.getByTestId('provider-docker')).toContainText('Active');
+
+  // The pool warms in the background: the card shows it once a reload sees it ready.
+  await expect(async () => {
+    await page.reload();
+    await expect(page.getByTestId('health-badge')).toHaveText('Healthy', { timeout: 2_000 });
+    await expect(page.getByTestId('health-message')).toContainText('python 1 idle, 0 busy of 1', { timeout: 2_000 });
+  }).toPass({ timeout: 30_000 });
+  await expect(page.getByTestId('pool-status')).toHaveText('Pool: 0 busy of 2');
+
+  await page.locator('#trial-code').fill('import os\ndef main(name):\n    print("in", os.uname().nodename)\n    return {"hi": name, "uid": os.getuid()}\n');
+  await page.locator('#trial-arguments').fill('{"name": "Ada"}');
+  await page.getByTestId('run').click();
+  await expect(page.getByTestId('trial-status')).toHaveText('success', { timeout: 30_000 });
+  await expect(page.getByTestId('trial-return')).toContainText('"uid": 65534');
+  await expect(page.getByTestId('trial-stdout')).toHaveText('in sandbox\n');
+  await page.screenshot({ path: testInfo.outputPath(`docker-${testInfo.project.name}.png`), fullPage: true });
+
+  await page.getByTestId('provider-local').click();
+  await expectInteractive(page, javaScriptEnabled);
+  await page.getByLabel('Make this the active provider').check();
+  await page.getByTestId('save').click();
+  await expect(page.getByTestId('provider-local')).toContainText('Active');
+});
