@@ -58,7 +58,7 @@ async fn providers_and_schemas_come_in_ragflows_envelope() {
         .iter()
         .map(|p| p["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["local", "scripted"]);
+    assert_eq!(ids, ["local", "docker", "scripted"]);
     assert!(providers["data"][0]["tags"].is_array());
     assert_eq!(schema["data"]["endpoint"]["type"], "string");
     assert_eq!(schema["data"]["endpoint"]["required"], true);

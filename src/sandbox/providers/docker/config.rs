@@ -185,16 +185,29 @@ pub fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error
 pub fn build_provider(raw: &Map<String, Value>) -> Result<DockerProvider, Error> {
     let normalized = schema().normalize(raw);
     let mut errors = normalized.as_ref().err().cloned().unwrap_or_default();
+    // Text checks also run when another field failed the schema: the submitted value, or
+    // the default when it was left out.
+    let defaults = schema().normalize(&Map::new()).unwrap_or_default();
     let values = normalized.unwrap_or_default();
-    let text = |key: &str| values.get(key).and_then(Value::as_str).unwrap_or_default();
+    let text = |key: &str| {
+        let value = values
+            .get(key)
+            .or_else(|| raw.get(key))
+            .or_else(|| defaults.get(key));
+        value
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    };
     if !errors.contains_key("docker_host") {
-        if let Err(message) = check_host(text("docker_host")) {
+        if let Err(message) = check_host(&text("docker_host")) {
             errors.insert("docker_host".into(), message);
         }
     }
     for key in ["python_image", "javascript_image"] {
         if !errors.contains_key(key) {
-            if let Err(message) = check_image(text(key)) {
+            if let Err(message) = check_image(&text(key)) {
                 errors.insert(key.into(), message);
             }
         }

@@ -252,10 +252,17 @@ pub fn run(
     let (stdout, stdout_over) = join(stdout);
     let (stderr, stderr_over) = join(stderr);
 
-    if status.exit_code.is_none() && status.code == 125 {
+    // hakoniwa's own process inside the sandbox was SIGKILLed: with a cgroup memory limit the
+    // OOM killer sometimes picks it rather than the program (seen once under a 1 GiB
+    // allocation). It is the run's SIGKILL all the same: timeout or memory, as for the program.
+    let supervisor_killed = status.reason == "container received signal SIGKILL";
+    if status.exit_code.is_none() && status.code == 125 && !supervisor_killed {
         return Err(format!("the sandbox could not start: {}", status.reason));
     }
-    let signal = status.exit_code.is_none().then(|| status.code - 128);
+    let signal = match supervisor_killed {
+        true => Some(9),
+        false => status.exit_code.is_none().then(|| status.code - 128),
+    };
     let limit = runner::classify(
         signal,
         status.exit_code,
