@@ -1,6 +1,6 @@
 // The docker provider end to end, against the dockerd that `make test` starts: configure it in
 // the page (a bad image first), test connection, make it active, see its pool on the card, run
-// code in a container; then the local provider is made active again for the other specs.
+// code in a container; afterwards the local provider is made active again for the other specs.
 import { test, expect } from '@playwright/test';
 import { expectInteractive, signIn } from './helpers.mjs';
 
@@ -8,6 +8,17 @@ test.beforeEach(async ({ page }) => {
   await page.goto('/login');
   await signIn(page);
   await expect(page.getByTestId('admin-name')).toBeVisible();
+});
+
+// Whatever happened, the local provider is active again for the specs that follow.
+test.afterEach(async ({ page }) => {
+  await page.goto('/admin/sandbox-settings?provider=local');
+  const activate = page.getByLabel('Make this the active provider');
+  if (await activate.count()) {
+    await activate.check();
+    await page.getByTestId('save').click();
+    await expect(page.getByTestId('provider-local')).toContainText('Active');
+  }
 });
 
 test('an admin configures the docker provider, tests it, and runs code in a container', async ({ page, javaScriptEnabled }, testInfo) => {
@@ -31,6 +42,9 @@ test('an admin configures the docker provider, tests it, and runs code in a cont
   await expect(page.getByTestId('connection-report')).toContainText('Connection test passed', { timeout: 30_000 });
   await page.getByTestId('close-report').click();
 
+  // Closing the report goes back to the page with the stored values: set the pool again.
+  await expectInteractive(page, javaScriptEnabled);
+  await page.getByLabel('Pool size per language').fill('1');
   await page.getByLabel('Make this the active provider').check();
   await page.getByTestId('save').click();
   await expect(page.getByTestId('save-notice')).toContainText('Saved (version');
@@ -51,10 +65,4 @@ test('an admin configures the docker provider, tests it, and runs code in a cont
   await expect(page.getByTestId('trial-return')).toContainText('"uid": 65534');
   await expect(page.getByTestId('trial-stdout')).toHaveText('in sandbox\n');
   await page.screenshot({ path: testInfo.outputPath(`docker-${testInfo.project.name}.png`), fullPage: true });
-
-  await page.getByTestId('provider-local').click();
-  await expectInteractive(page, javaScriptEnabled);
-  await page.getByLabel('Make this the active provider').check();
-  await page.getByTestId('save').click();
-  await expect(page.getByTestId('provider-local')).toContainText('Active');
 });
