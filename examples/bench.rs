@@ -295,12 +295,12 @@ async fn main() -> anyhow::Result<()> {
         timeout_secs: None,
     };
     let body = json!({"language": "python", "code": python.code});
-    let activate = |kind: &'static str| {
+    let activate_with = |kind: &'static str, values: Map<String, Value>| {
         let state = state.clone();
         async move {
             let saved = state
                 .sandbox
-                .save("bench", kind, Map::new(), None, true)
+                .save("bench", kind, values, None, true)
                 .await?;
             anyhow::ensure!(
                 matches!(saved, SaveOutcome::Saved { active: true, .. }),
@@ -309,6 +309,7 @@ async fn main() -> anyhow::Result<()> {
             Ok::<_, anyhow::Error>(())
         }
     };
+    let activate = |kind: &'static str| activate_with(kind, Map::new());
     let in_process = |request: ExecRequest| {
         let state = state.clone();
         let caller = caller.clone();
@@ -390,20 +391,7 @@ async fn main() -> anyhow::Result<()> {
     let raw_runsc = raw_docker_exec("runsc", runs, warm).await?;
     let mut docker_rows = Vec::new();
     for (runtime, fresh, label) in docker_paths {
-        let saved = state
-            .sandbox
-            .save(
-                "bench",
-                "docker",
-                docker_settings(runtime, fresh, 2, 30),
-                None,
-                true,
-            )
-            .await?;
-        anyhow::ensure!(
-            matches!(saved, SaveOutcome::Saved { active: true, .. }),
-            "{saved:?}"
-        );
+        activate_with("docker", docker_settings(runtime, fresh, 2, 30)).await?;
         // Let the pool warm before the clock starts.
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
         let timed = measure(runs, warm, in_process(python.clone())).await?;
@@ -418,20 +406,7 @@ async fn main() -> anyhow::Result<()> {
     }
     // Where pool_busy starts: pool size 2, no queue wait, N runs of 1 s started at once.
     eprintln!("docker: pool_busy threshold ...");
-    let saved = state
-        .sandbox
-        .save(
-            "bench",
-            "docker",
-            docker_settings("runc", true, 2, 0),
-            None,
-            true,
-        )
-        .await?;
-    anyhow::ensure!(
-        matches!(saved, SaveOutcome::Saved { active: true, .. }),
-        "{saved:?}"
-    );
+    activate_with("docker", docker_settings("runc", true, 2, 0)).await?;
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let sleeper = ExecRequest {
         code: "import time\ntime.sleep(1)\n".into(),

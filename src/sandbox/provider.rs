@@ -22,6 +22,24 @@ pub struct Instance {
     pub metadata: Map<String, Value>,
 }
 
+impl Instance {
+    /// Refuses a request in another language than the instance was made for.
+    pub fn check_language(&self, request: &ExecRequest) -> Result<(), Error> {
+        if self.language == request.language {
+            return Ok(());
+        }
+        Err(Error::Backend(format!(
+            "instance {} runs {}, not {}",
+            self.id, self.language, request.language
+        )))
+    }
+}
+
+/// The deadline of a run: what the request asks for, within 1 s and the provider's limit.
+pub fn timeout_secs(request: &ExecRequest, limit: u32) -> u32 {
+    request.timeout_secs.unwrap_or(limit).clamp(1, limit)
+}
+
 #[async_trait]
 pub trait SandboxProvider: Debug + Send + Sync + 'static {
     fn info(&self) -> &ProviderInfo;

@@ -1,6 +1,7 @@
 //! The provider kinds, one folder each, and the registry of those that really work.
 
 pub mod docker;
+mod fields;
 pub mod local;
 
 use crate::sandbox::registry::Registry;

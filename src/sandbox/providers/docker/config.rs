@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use super::DockerProvider;
 use crate::{
     model::schema::{ConfigSchema, FieldGroup, FieldKind, FieldSpec},
-    sandbox::{Error, SandboxProvider},
+    sandbox::{providers::fields, Error, SandboxProvider},
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -75,6 +75,11 @@ pub fn schema() -> ConfigSchema {
         min: Some(min),
         max: Some(max),
     };
+    let [max_artifacts, max_artifact_bytes] = fields::artifacts(
+        d.max_artifacts,
+        d.max_artifact_bytes,
+        "Largest artifact returned.",
+    );
     ConfigSchema {
         fields: vec![
             FieldSpec::new("docker_host", FieldKind::String, "Docker host")
@@ -124,12 +129,11 @@ pub fn schema() -> ConfigSchema {
                  workspace and /tmp emptied) and reused.",
             )
             .default_value(json!(d.fresh_container_per_run)),
-            FieldSpec::new("timeout_secs", integer(1, 600), "Timeout (seconds)")
-                .describe("Wall-clock limit of one run; the container is killed when it passes.")
-                .default_value(json!(d.timeout_secs)),
-            FieldSpec::new("memory_mb", integer(32, 16_384), "Memory (MB)")
-                .describe("Memory of one container, swap included (memory = memory + swap).")
-                .default_value(json!(d.memory_mb)),
+            fields::timeout_secs(d.timeout_secs, "the container"),
+            fields::memory_mb(
+                d.memory_mb,
+                "Memory of one container, swap included (memory = memory + swap).",
+            ),
             FieldSpec::new("cpu_millis", integer(100, 64_000), "CPU (millicores)")
                 .describe("CPU quota of one container: 1000 is one core.")
                 .default_value(json!(d.cpu_millis)),
@@ -145,32 +149,14 @@ pub fn schema() -> ConfigSchema {
             FieldSpec::new("tmp_mb", integer(1, 4096), "/tmp size (MB)")
                 .describe("Size of the in-memory /tmp.")
                 .default_value(json!(d.tmp_mb)),
-            FieldSpec::new(
-                "max_output_bytes",
-                integer(1024, 64 * MIB as i64),
-                "Max output (bytes)",
-            )
-            .describe(
+            fields::max_output_bytes(
+                d.max_output_bytes,
                 "stdout and stderr are each cut at this size while they stream; the run is \
                  killed and reports output_limit.",
-            )
-            .default_value(json!(d.max_output_bytes)),
-            FieldSpec::new("max_artifacts", integer(0, 50), "Max artifacts")
-                .describe("How many files from ./artifacts/ come back with a result.")
-                .default_value(json!(d.max_artifacts)),
-            FieldSpec::new(
-                "max_artifact_bytes",
-                integer(1, 100 * MIB as i64),
-                "Max artifact size (bytes)",
-            )
-            .describe("Largest artifact returned.")
-            .default_value(json!(d.max_artifact_bytes)),
-            FieldSpec::new("queue_wait_secs", integer(0, 300), "Queue wait (seconds)")
-                .describe(
-                    "How long a run waits for a free container before it is refused as \
-                     pool_busy (the API answers 429 with Retry-After).",
-                )
-                .default_value(json!(d.queue_wait_secs)),
+            ),
+            max_artifacts,
+            max_artifact_bytes,
+            fields::queue_wait_secs(d.queue_wait_secs, "a free container"),
         ],
     }
 }

@@ -20,6 +20,7 @@ use crate::{
         provider::{HealthReport, PoolState, ProviderInfo},
     },
     sandbox::{
+        self,
         registry::ProviderKind,
         runner::{self, ArtifactLimits},
         Error, Instance, SandboxProvider,
@@ -529,17 +530,9 @@ impl SandboxProvider for DockerProvider {
         instance: &Instance,
         request: &ExecRequest,
     ) -> Result<ExecutionResult, Error> {
-        if instance.language != request.language {
-            return Err(Error::Backend(format!(
-                "instance {} runs {}, not {}",
-                instance.id, instance.language, request.language
-            )));
-        }
+        instance.check_language(request)?;
         let config = &self.shared.config;
-        let timeout = request
-            .timeout_secs
-            .unwrap_or(config.timeout_secs)
-            .clamp(1, config.timeout_secs);
+        let timeout = sandbox::timeout_secs(request, config.timeout_secs);
         let pool = self.pool(request.language);
         let wait = Duration::from_secs(config.queue_wait_secs.into());
         let mut lease = pool.checkout(&self.shared, wait).await?;

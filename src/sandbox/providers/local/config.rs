@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use super::LocalProvider;
 use crate::{
     model::schema::{ConfigSchema, FieldKind, FieldSpec},
-    sandbox::{Error, SandboxProvider},
+    sandbox::{providers::fields, Error, SandboxProvider},
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -51,6 +51,11 @@ pub fn schema() -> ConfigSchema {
         min: Some(min),
         max: Some(max),
     };
+    let [max_artifacts, max_artifact_bytes] = fields::artifacts(
+        d.max_artifacts,
+        d.max_artifact_bytes,
+        "Largest file the program may write, and largest artifact returned.",
+    );
     ConfigSchema {
         fields: vec![
             FieldSpec::new("python_path", FieldKind::String, "Python interpreter")
@@ -61,45 +66,24 @@ pub fn schema() -> ConfigSchema {
                 .describe("Absolute path of the node binary on this host.")
                 .default_value(json!(d.node_path))
                 .required(),
-            FieldSpec::new("timeout_secs", integer(1, 600), "Timeout (seconds)")
-                .describe(
-                    "Wall-clock limit of one run; the whole process tree is killed when it passes.",
-                )
-                .default_value(json!(d.timeout_secs)),
-            FieldSpec::new("memory_mb", integer(32, 16_384), "Memory (MB)")
-                .describe("Memory limit of one run (a cgroup limit when the console runs as root).")
-                .default_value(json!(d.memory_mb)),
+            fields::timeout_secs(d.timeout_secs, "the whole process tree"),
+            fields::memory_mb(
+                d.memory_mb,
+                "Memory limit of one run (a cgroup limit when the console runs as root).",
+            ),
             FieldSpec::new("max_processes", integer(1, 1024), "Max processes")
                 .describe("How many processes and threads one run may have at once.")
                 .default_value(json!(d.max_processes)),
-            FieldSpec::new(
-                "max_output_bytes",
-                integer(1024, 64 * MIB as i64),
-                "Max output (bytes)",
-            )
-            .describe(
+            fields::max_output_bytes(
+                d.max_output_bytes,
                 "stdout and stderr are each cut at this size; the run then reports output_limit.",
-            )
-            .default_value(json!(d.max_output_bytes)),
-            FieldSpec::new("max_artifacts", integer(0, 50), "Max artifacts")
-                .describe("How many files from ./artifacts/ come back with a result.")
-                .default_value(json!(d.max_artifacts)),
-            FieldSpec::new(
-                "max_artifact_bytes",
-                integer(1, 100 * MIB as i64),
-                "Max artifact size (bytes)",
-            )
-            .describe("Largest file the program may write, and largest artifact returned.")
-            .default_value(json!(d.max_artifact_bytes)),
+            ),
+            max_artifacts,
+            max_artifact_bytes,
             FieldSpec::new("max_concurrent_runs", integer(1, 256), "Concurrent runs")
                 .describe("How many programs run at once; more wait in a queue.")
                 .default_value(json!(d.max_concurrent_runs)),
-            FieldSpec::new("queue_wait_secs", integer(0, 300), "Queue wait (seconds)")
-                .describe(
-                    "How long a run waits for a free slot before it is refused as pool_busy \
-                     (the API answers 429 with Retry-After).",
-                )
-                .default_value(json!(d.queue_wait_secs)),
+            fields::queue_wait_secs(d.queue_wait_secs, "a free slot"),
         ],
     }
 }

@@ -18,6 +18,7 @@ use crate::{
         provider::{HealthReport, PoolState, ProviderInfo},
     },
     sandbox::{
+        self,
         registry::ProviderKind,
         runner::{self, ArtifactLimits},
         Error, Instance, SandboxProvider,
@@ -139,16 +140,8 @@ impl SandboxProvider for LocalProvider {
         instance: &Instance,
         request: &ExecRequest,
     ) -> Result<ExecutionResult, Error> {
-        if instance.language != request.language {
-            return Err(Error::Backend(format!(
-                "instance {} runs {}, not {}",
-                instance.id, instance.language, request.language
-            )));
-        }
-        let timeout = request
-            .timeout_secs
-            .unwrap_or(self.config.timeout_secs)
-            .clamp(1, self.config.timeout_secs);
+        instance.check_language(request)?;
+        let timeout = sandbox::timeout_secs(request, self.config.timeout_secs);
         let (_slot, waited) = self.admit().await?;
         let job = runner::prepare(request);
         let config = self.config.clone();
