@@ -568,4 +568,17 @@ fn the_owner_label_tells_live_processes_from_gone_ones() {
     );
     assert!(!docker::owner_alive("999999999:1"));
     assert!(!docker::owner_alive("garbage"));
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert!(docker::owner_alive(&format!(
+        "{}/{me}:{start}",
+        host.trim()
+    )));
+    assert!(!docker::owner_alive(&format!(
+        "{}/999999999:1",
+        host.trim()
+    )));
+    assert!(
+        docker::owner_alive("some-other-host/999999999:1"),
+        "a console on another host is not ours to judge"
+    );
 }

@@ -37,7 +37,7 @@ const CLEAN_SH: &str = include_str!("scripts/clean.sh");
 
 /// Label on every container this provider creates.
 pub const LABEL_MANAGED: &str = "sandbox-console.managed";
-/// Which process made it (`pid:start-time`), so a later start can tell a crashed owner's
+/// Which process made it (`host/pid:start-time`), so a later start can tell a crashed owner's
 /// leftovers from a live console's containers on the same daemon.
 pub const LABEL_OWNER: &str = "sandbox-console.owner";
 /// Which provider instance (pool) made it.
@@ -90,9 +90,14 @@ impl Engine {
     }
 }
 
-/// This process, as written in [`LABEL_OWNER`]: its pid and its start time (so a reused pid
-/// is not mistaken for us).
+/// This process, as written in [`LABEL_OWNER`]: `host/pid:start-time` (the start time so a
+/// reused pid is not mistaken for us, the host so consoles on other machines sharing a daemon
+/// over TCP are never judged by our process table).
 pub fn owner_of(pid: u32) -> Option<String> {
+    Some(format!("{}/{}", hostname(), local_process(pid)?))
+}
+
+fn local_process(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Field 22 (starttime) counted after the command name, which may hold spaces.
     let after_name = stat.rsplit_once(')')?.1;
@@ -100,12 +105,28 @@ pub fn owner_of(pid: u32) -> Option<String> {
     Some(format!("{pid}:{start}"))
 }
 
-/// Whether the process an owner label names is still alive (same pid, same start time).
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Whether the console an owner label names may still be alive: on this host, the same pid
+/// with the same start time; on another host we cannot tell, so yes.
 pub fn owner_alive(owner: &str) -> bool {
-    let Some(pid) = owner.split(':').next().and_then(|p| p.parse::<u32>().ok()) else {
+    let process = match owner.split_once('/') {
+        Some((host, _)) if host != hostname() => return true,
+        Some((_, process)) => process,
+        None => owner,
+    };
+    let Some(pid) = process
+        .split(':')
+        .next()
+        .and_then(|p| p.parse::<u32>().ok())
+    else {
         return false;
     };
-    owner_of(pid).as_deref() == Some(owner)
+    local_process(pid).as_deref() == Some(process)
 }
 
 /// The hardened container every run gets: no network, tini as init, read-only root, size-capped

@@ -31,6 +31,9 @@ use pool::Pool;
 
 pub const KIND: &str = "docker";
 
+/// What `runsc exec` prints when the sandbox under it died (an OOM kill takes it down whole).
+const RUNSC_LOST_SANDBOX: &str = "urpc method \"containerManager.";
+
 pub fn info() -> ProviderInfo {
     ProviderInfo {
         kind: KIND.into(),
@@ -345,13 +348,25 @@ impl DockerProvider {
         // A run that failed may have taken its container down with it (gVisor dies whole on
         // an OOM kill); one inspect tells, only for runs that did not succeed.
         let failed = raw.container_died || (raw.stopped.is_none() && raw.exit_code != Some(0));
-        let (running, oom_killed) = match failed {
+        // runsc says so when it lost its sandbox; the daemon may still call the container
+        // running for a moment, so its state is read again until it agrees.
+        let sandbox_lost = stderr.contains(RUNSC_LOST_SANDBOX);
+        let (mut running, mut oom_killed) = match failed {
             true => engine::state(&docker, &lease.id)
                 .await
                 .unwrap_or((false, false)),
             false => (raw.stopped.is_none(), false),
         };
-        let died = raw.container_died || (failed && !running);
+        for _ in 0..30 {
+            if !(sandbox_lost && running) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            (running, oom_killed) = engine::state(&docker, &lease.id)
+                .await
+                .unwrap_or((false, false));
+        }
+        let died = raw.container_died || sandbox_lost || (failed && !running);
         let killed_inside = died || (raw.stopped.is_none() && code == 137);
         let oom = killed_inside
             && (oom_killed || engine::oom_since(&docker, &lease.id, raw.started_at).await);
@@ -369,7 +384,7 @@ impl DockerProvider {
                 // runsc's own complaint about the sandbox it lost; not the program's output.
                 stderr = stderr
                     .lines()
-                    .filter(|l| !l.contains("urpc method \"containerManager."))
+                    .filter(|l| !l.contains(RUNSC_LOST_SANDBOX))
                     .map(|l| format!("{l}\n"))
                     .collect();
                 Some(ExecStatus::MemoryLimit)
