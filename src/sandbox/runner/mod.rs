@@ -156,6 +156,28 @@ pub fn interpret(job: &Job, exit_code: i32, stdout: &str) -> Outcome {
     }
 }
 
+/// A finished run's verdict, for every provider: the limit that ended it (the provider knows)
+/// wins over the protocol's status, the program's own error is appended to `stderr` once, and
+/// the return value is kept only for a success. Returns the status, stdout and return value.
+pub fn settle(
+    outcome: Outcome,
+    limit: Option<ExecStatus>,
+    stderr: &mut String,
+) -> (ExecStatus, String, ReturnValue) {
+    if let Some(error) = &outcome.error {
+        if !stderr.contains(error.as_str()) {
+            stderr.push_str(error);
+            stderr.push('\n');
+        }
+    }
+    let status = limit.unwrap_or(outcome.status);
+    let result = match status {
+        ExecStatus::Success => outcome.result,
+        _ => ReturnValue::absent(),
+    };
+    (status, outcome.stdout, result)
+}
+
 /// How many artifact files come back, and how large each may be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ArtifactLimits {

@@ -16,7 +16,7 @@ pub use engine::{owner_alive, LABEL_MANAGED, LABEL_OWNER, LABEL_POOL};
 
 use crate::{
     model::{
-        execution::{ExecRequest, ExecStatus, ExecutionResult, Language, ReturnValue},
+        execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
         provider::{HealthReport, PoolState, ProviderInfo},
     },
     sandbox::{
@@ -371,12 +371,6 @@ impl DockerProvider {
         let oom = killed_inside
             && (oom_killed || engine::oom_since(&docker, &lease.id, raw.started_at).await);
         let outcome = runner::interpret(&job, code, &raw.stdout);
-        if let Some(error) = &outcome.error {
-            if !stderr.contains(error.as_str()) {
-                stderr.push_str(error);
-                stderr.push('\n');
-            }
-        }
         let limit = match raw.stopped {
             Some(Stopped::Deadline) => Some(ExecStatus::Timeout),
             Some(Stopped::Output) => Some(ExecStatus::OutputLimit),
@@ -402,7 +396,7 @@ impl DockerProvider {
                 runner::classify(signal, raw.exit_code, raw.elapsed, timeout, false, &stderr)
             }
         };
-        let status = limit.unwrap_or(outcome.status);
+        let (status, stdout, result) = runner::settle(outcome, limit, &mut stderr);
         let mut metadata = Map::new();
         metadata.insert("provider".into(), json!(KIND));
         metadata.insert("container".into(), json!(short(&lease.id)));
@@ -435,12 +429,8 @@ impl DockerProvider {
         Ok((
             ExecutionResult {
                 status,
-                result: if status == ExecStatus::Success {
-                    outcome.result
-                } else {
-                    ReturnValue::absent()
-                },
-                stdout: outcome.stdout,
+                result,
+                stdout,
                 stderr,
                 exit_code: raw.exit_code,
                 wall_time_ms: raw.elapsed.as_millis() as u64,

@@ -14,7 +14,7 @@ pub use config::{build, schema, LocalConfig};
 
 use crate::{
     model::{
-        execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
+        execution::{ExecRequest, ExecutionResult, Language},
         provider::{HealthReport, PoolState, ProviderInfo},
     },
     sandbox::{
@@ -160,18 +160,7 @@ impl SandboxProvider for LocalProvider {
         };
         let outcome = runner::interpret(&job, raw.exit_code.unwrap_or(-1), &raw.stdout);
         let mut stderr = raw.stderr;
-        if let Some(error) = &outcome.error {
-            if !stderr.contains(error.as_str()) {
-                stderr.push_str(error);
-                stderr.push('\n');
-            }
-        }
-        let status = raw.limit.unwrap_or(outcome.status);
-        let result = if status == ExecStatus::Success {
-            outcome.result
-        } else {
-            crate::model::execution::ReturnValue::absent()
-        };
+        let (status, stdout, result) = runner::settle(outcome, raw.limit, &mut stderr);
         let mut metadata = instance.metadata.clone();
         metadata.insert("provider".into(), json!(KIND));
         metadata.insert("queue_wait_ms".into(), json!(waited.as_millis() as u64));
@@ -180,7 +169,7 @@ impl SandboxProvider for LocalProvider {
         }
         Ok(ExecutionResult {
             status,
-            stdout: outcome.stdout,
+            stdout,
             stderr,
             exit_code: raw.exit_code,
             wall_time_ms: raw.elapsed.as_millis() as u64,

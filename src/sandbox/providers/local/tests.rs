@@ -3,6 +3,7 @@
 use serde_json::{json, Map, Value};
 
 use super::*;
+use crate::model::execution::ExecStatus;
 
 fn provider(overrides: Value) -> Arc<dyn SandboxProvider> {
     build(overrides.as_object().unwrap()).expect("the local provider builds")
