@@ -7,6 +7,8 @@ mod auth;
 mod dashboard;
 mod database;
 mod docker_provider;
+#[path = "../fakes/mod.rs"]
+mod fakes;
 mod gateway;
 mod gateway_cli;
 mod health;
@@ -18,5 +20,6 @@ mod ragflow_admin;
 mod ragflow_run;
 mod sandbox_settings;
 mod scripted;
+mod self_managed_provider;
 mod settings_audit;
 mod system_setting;

@@ -1,8 +1,11 @@
 //! The provider kinds, one folder each, and the registry of those that really work.
 
 pub mod docker;
+pub mod e2b;
 mod fields;
+mod http;
 pub mod local;
+pub mod self_managed;
 
 use crate::sandbox::registry::Registry;
 
@@ -11,4 +14,6 @@ pub fn registry() -> Registry {
     Registry::new()
         .register(local::kind())
         .register(docker::kind())
+        .register(self_managed::kind())
+        .register(e2b::kind())
 }

@@ -18,6 +18,8 @@ use serde_json::{json, Value};
 
 use crate::model::execution::{Artifact, ExecRequest, ExecStatus, Language, ReturnValue};
 
+pub mod remote;
+
 const PYTHON_RUNNER: &str = include_str!("runner.py");
 const JAVASCRIPT_RUNNER: &str = include_str!("runner.js");
 /// Appended to JavaScript code: exposes a top-level `main` to the runner without the user
@@ -109,8 +111,7 @@ pub struct Outcome {
 /// and the envelope. Deadline, memory and output limits are the provider's to report: it
 /// knows why it killed a process.
 pub fn interpret(job: &Job, exit_code: i32, stdout: &str) -> Outcome {
-    let needle = format!("\n{}", job.marker);
-    let Some(at) = stdout.rfind(&needle) else {
+    let Some((printed, line)) = split_result_line(stdout, &job.marker) else {
         let status = if exit_code == 0 {
             ExecStatus::Success
         } else {
@@ -123,9 +124,6 @@ pub fn interpret(job: &Job, exit_code: i32, stdout: &str) -> Outcome {
             error: None,
         };
     };
-    let rest = &stdout[at + needle.len()..];
-    let (line, after) = rest.split_once('\n').unwrap_or((rest, ""));
-    let printed = format!("{}{after}", &stdout[..at]);
     let envelope = BASE64
         .decode(line.trim())
         .ok()
@@ -154,6 +152,16 @@ pub fn interpret(job: &Job, exit_code: i32, stdout: &str) -> Outcome {
             error: Some("the runner's result line was damaged".into()),
         },
     }
+}
+
+/// Splits the last result line (`"\n" + marker + base64`) off stdout: what the program
+/// printed, and the base64 text of the line.
+pub fn split_result_line<'a>(stdout: &'a str, marker: &str) -> Option<(String, &'a str)> {
+    let needle = format!("\n{marker}");
+    let at = stdout.rfind(&needle)?;
+    let rest = &stdout[at + needle.len()..];
+    let (line, after) = rest.split_once('\n').unwrap_or((rest, ""));
+    Some((format!("{}{after}", &stdout[..at]), line))
 }
 
 /// A finished run's verdict, for every provider: the limit that ended it (the provider knows)

@@ -11,6 +11,7 @@ use serde_json::{json, Map};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use config::{build, schema, LocalConfig};
+pub use jail::RawRun;
 
 use crate::{
     model::{
@@ -20,7 +21,7 @@ use crate::{
     sandbox::{
         self,
         registry::ProviderKind,
-        runner::{self, ArtifactLimits},
+        runner::{self, ArtifactLimits, Job, WorkspaceFile},
         Error, Instance, SandboxProvider,
     },
 };
@@ -77,6 +78,37 @@ impl LocalProvider {
                 retry_after: Duration::from_secs(self.config.timeout_secs.clamp(1, 5).into()),
             }),
         }
+    }
+}
+
+impl LocalProvider {
+    /// Runs `files` as they are, without the main() protocol: the interpreter started with
+    /// `interpreter_args` in the workspace, in the same sandbox and under the same limits as a
+    /// run. What other sandboxes' runtimes do can be built on it (the test tree's fakes of
+    /// remote services run their users' programs here).
+    pub async fn run_program(
+        &self,
+        language: Language,
+        files: Vec<WorkspaceFile>,
+        interpreter_args: Vec<&'static str>,
+        timeout: Duration,
+    ) -> Result<RawRun, Error> {
+        let (_slot, _) = self.admit().await?;
+        let job = Job {
+            language,
+            files,
+            interpreter_args,
+            marker: String::new(),
+        };
+        let config = self.config.clone();
+        let limits = ArtifactLimits {
+            max_count: config.max_artifacts as usize,
+            max_bytes: config.max_artifact_bytes,
+        };
+        tokio::task::spawn_blocking(move || jail::run(&config, &job, timeout, limits))
+            .await
+            .map_err(|e| Error::Backend(format!("the run crashed: {e}")))?
+            .map_err(Error::Backend)
     }
 }
 

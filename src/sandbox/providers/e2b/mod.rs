@@ -1,0 +1,453 @@
+//! The `e2b` provider: a fresh E2B sandbox per run. `POST /sandboxes` (X-API-Key) creates it,
+//! the code interpreter's `POST /execute` on port 49999 runs the wrapped code and streams
+//! newline-delimited JSON back, `DELETE /sandboxes/{id}` removes it. See README.md here.
+
+mod config;
+mod stream;
+
+use std::{
+    collections::HashMap,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use async_trait::async_trait;
+use reqwest::{header::HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::{json, Map};
+use url::Url;
+
+pub use config::{build, build_provider, schema, E2bConfig};
+
+use crate::{
+    model::{
+        execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
+        provider::{HealthReport, ProviderInfo},
+    },
+    sandbox::{
+        self,
+        providers::http,
+        registry::ProviderKind,
+        runner::{self, remote, ArtifactLimits},
+        Error, Instance, SandboxProvider,
+    },
+};
+use stream::Collected;
+
+pub const KIND: &str = "e2b";
+
+/// The code interpreter's port inside every sandbox.
+const INTERPRETER_PORT: u16 = 49999;
+const MIB: u64 = 1024 * 1024;
+
+pub fn info() -> ProviderInfo {
+    ProviderInfo {
+        kind: KIND.into(),
+        name: "E2B".into(),
+        description: "Runs each program in a fresh E2B cloud sandbox (a Firecracker microVM) \
+                      through E2B's code interpreter; charts the code displays come back as \
+                      artifacts. Needs an E2B API key."
+            .into(),
+        tags: vec![
+            "saas".into(),
+            "microvm".into(),
+            "python".into(),
+            "javascript".into(),
+        ],
+    }
+}
+
+pub fn kind() -> ProviderKind {
+    ProviderKind {
+        info,
+        schema,
+        build,
+    }
+}
+
+/// What E2B said about a sandbox it created, needed to reach it.
+#[derive(Clone, Debug)]
+struct Session {
+    access_token: Option<String>,
+    domain: String,
+}
+
+#[derive(Debug)]
+pub struct E2bProvider {
+    config: E2bConfig,
+    api: Url,
+    /// The one URL of every sandbox, when overridden (routed by headers).
+    sandbox_url: Option<Url>,
+    client: reqwest::Client,
+    /// For /execute: no overall timeout, the run's own deadline applies while streaming.
+    stream_client: reqwest::Client,
+    sessions: Mutex<HashMap<String, Session>>,
+    info: ProviderInfo,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CreatedSandbox {
+    #[serde(rename = "sandboxID")]
+    sandbox_id: String,
+    #[serde(default)]
+    envd_access_token: Option<String>,
+    #[serde(default)]
+    domain: Option<String>,
+}
+
+impl E2bProvider {
+    pub fn new(config: E2bConfig) -> Result<Self, Error> {
+        let api = if config.api_url.trim().is_empty() {
+            format!("https://api.{}", config.domain.trim())
+        } else {
+            config.api_url.trim().to_owned()
+        };
+        let api = http::endpoint(&api, "https://api.e2b.app")
+            .map_err(|message| Error::field("domain", message))?;
+        let sandbox_url = match config.sandbox_url.trim() {
+            "" => None,
+            url => Some(
+                http::endpoint(url, "https://sandbox.e2b.app")
+                    .map_err(|message| Error::field("sandbox_url", message))?,
+            ),
+        };
+        Ok(E2bProvider {
+            client: http::client(Duration::from_secs(config.request_timeout_secs.into()))?,
+            stream_client: http::client(Duration::from_secs(24 * 3600))?,
+            api,
+            sandbox_url,
+            config,
+            sessions: Mutex::new(HashMap::new()),
+            info: info(),
+        })
+    }
+
+    fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.config.request_timeout_secs.into())
+    }
+
+    fn limits(&self) -> ArtifactLimits {
+        ArtifactLimits {
+            max_count: self.config.max_artifacts as usize,
+            max_bytes: self.config.max_artifact_bytes,
+        }
+    }
+
+    fn api_call(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .request(method, http::join(&self.api, path))
+            .header("X-API-Key", self.config.api_key.trim())
+    }
+
+    /// Reads a control-plane answer; 401/403 are the key's fault, other failures say what
+    /// E2B answered (its `{code, message}` body, shortened).
+    async fn answer(&self, what: &str, response: reqwest::Response) -> Result<Vec<u8>, Error> {
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| http::transport(what, &e, self.request_timeout()))?;
+        match status {
+            s if s.is_success() => Ok(body.to_vec()),
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                Err(Error::Unauthenticated(format!(
+                    "E2B refused the API key ({what}: HTTP {}): {}",
+                    status.as_u16(),
+                    http::excerpt(&body)
+                )))
+            }
+            StatusCode::TOO_MANY_REQUESTS => Err(Error::PoolBusy {
+                retry_after: retry_after(&headers),
+            }),
+            _ => Err(Error::Backend(format!(
+                "E2B answered {what} with HTTP {}: {}",
+                status.as_u16(),
+                http::excerpt(&body)
+            ))),
+        }
+    }
+
+    fn execute_request(&self, sandbox_id: &str, session: &Session) -> reqwest::RequestBuilder {
+        let request = match &self.sandbox_url {
+            Some(url) => self
+                .stream_client
+                .post(http::join(url, "execute"))
+                .header("E2b-Sandbox-Id", sandbox_id)
+                .header("E2b-Sandbox-Port", INTERPRETER_PORT.to_string()),
+            None => self.stream_client.post(format!(
+                "https://{INTERPRETER_PORT}-{sandbox_id}.{}/execute",
+                session.domain
+            )),
+        };
+        match &session.access_token {
+            Some(token) => request.header("X-Access-Token", token),
+            None => request,
+        }
+    }
+
+    async fn delete_sandbox(&self, sandbox_id: &str) -> Result<(), Error> {
+        self.sessions
+            .lock()
+            .expect("sessions lock")
+            .remove(sandbox_id);
+        let what = format!("DELETE /sandboxes/{sandbox_id}");
+        let response = self
+            .api_call(reqwest::Method::DELETE, &format!("sandboxes/{sandbox_id}"))
+            .send()
+            .await
+            .map_err(|e| http::transport(&what, &e, self.request_timeout()))?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Ok(()); // Already gone (its timeout passed): nothing is left to remove.
+        }
+        self.answer(&what, response).await.map(drop)
+    }
+}
+
+fn retry_after(headers: &HeaderMap) -> Duration {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+        .map_or(Duration::from_secs(5), Duration::from_secs)
+}
+
+#[async_trait]
+impl SandboxProvider for E2bProvider {
+    fn info(&self) -> &ProviderInfo {
+        &self.info
+    }
+
+    fn languages(&self) -> &[Language] {
+        &Language::ALL
+    }
+
+    async fn health(&self) -> HealthReport {
+        let started = Instant::now();
+        let mut details = Map::new();
+        details.insert("api".into(), json!(self.api.as_str()));
+        details.insert("template".into(), json!(self.config.template));
+        let checked = async {
+            let response = self
+                .api_call(reqwest::Method::GET, "health")
+                .send()
+                .await
+                .map_err(|e| http::transport("GET /health", &e, self.request_timeout()))?;
+            self.answer("GET /health", response).await?;
+            // /health says E2B is up; listing sandboxes says the key is good.
+            let response = self
+                .api_call(reqwest::Method::GET, "v2/sandboxes?limit=1")
+                .send()
+                .await
+                .map_err(|e| http::transport("GET /v2/sandboxes", &e, self.request_timeout()))?;
+            self.answer("GET /v2/sandboxes", response).await.map(drop)
+        }
+        .await;
+        details.insert(
+            "latency_ms".into(),
+            json!(started.elapsed().as_millis() as u64),
+        );
+        match checked {
+            Ok(()) => HealthReport {
+                healthy: true,
+                message: format!("E2B at {} is up and accepts the API key.", self.api),
+                details,
+            },
+            Err(error) => HealthReport {
+                healthy: false,
+                message: match error {
+                    Error::Unauthenticated(why) => why,
+                    other => format!("E2B cannot be used: {other}"),
+                },
+                details,
+            },
+        }
+    }
+
+    async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
+        let body = json!({
+            "templateID": self.config.template.trim(),
+            "timeout": self.config.sandbox_timeout_secs,
+            "secure": true,
+            "allow_internet_access": false,
+            "metadata": { "created_by": "sandbox-console" },
+        });
+        let what = "POST /sandboxes";
+        let response = self
+            .api_call(reqwest::Method::POST, "sandboxes")
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| http::transport(what, &e, self.request_timeout()))?;
+        let bytes = self.answer(what, response).await?;
+        let created: CreatedSandbox = serde_json::from_slice(&bytes).map_err(|_| {
+            Error::Backend(format!(
+                "E2B's answer to {what} is not a sandbox: {}",
+                http::excerpt(&bytes)
+            ))
+        })?;
+        let session = Session {
+            access_token: created.envd_access_token.filter(|t| !t.is_empty()),
+            domain: created
+                .domain
+                .filter(|d| !d.is_empty())
+                .unwrap_or_else(|| self.config.domain.trim().to_owned()),
+        };
+        self.sessions
+            .lock()
+            .expect("sessions lock")
+            .insert(created.sandbox_id.clone(), session);
+        Ok(Instance {
+            metadata: Map::from_iter([("sandbox_id".into(), json!(created.sandbox_id))]),
+            id: created.sandbox_id,
+            language,
+        })
+    }
+
+    async fn execute(
+        &self,
+        instance: &Instance,
+        request: &ExecRequest,
+    ) -> Result<ExecutionResult, Error> {
+        instance.check_language(request)?;
+        let session = self
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .get(&instance.id)
+            .cloned()
+            .ok_or_else(|| Error::Backend(format!("no E2B sandbox {} is open", instance.id)))?;
+        let timeout =
+            Duration::from_secs(sandbox::timeout_secs(request, self.config.timeout_secs).into());
+        let limits = self.limits();
+        let memory = (request.language == Language::Python)
+            .then_some(u64::from(self.config.memory_mb) * MIB);
+        let snippet = remote::snippet(request, memory, limits);
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::now() + timeout;
+        let body = json!({
+            "code": snippet.code,
+            "language": request.language.id(),
+        });
+        let sent = tokio::time::timeout_at(
+            deadline,
+            self.execute_request(&instance.id, &session)
+                .json(&body)
+                .send(),
+        )
+        .await;
+        let collected = match sent {
+            Err(_elapsed) => Collected::timed_out(),
+            Ok(Err(error)) => return Err(http::transport("POST /execute", &error, timeout)),
+            Ok(Ok(response)) if response.status().is_success() => {
+                stream::collect(
+                    response,
+                    deadline,
+                    &snippet.marker,
+                    self.config.max_output_bytes as usize,
+                    limits,
+                )
+                .await?
+            }
+            Ok(Ok(response)) => {
+                let status = response.status();
+                let text = response.bytes().await.unwrap_or_default();
+                return Err(match status {
+                    StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                        Error::Unauthenticated(format!(
+                            "the E2B sandbox refused its access token: HTTP {}: {}",
+                            status.as_u16(),
+                            http::excerpt(&text)
+                        ))
+                    }
+                    StatusCode::BAD_GATEWAY | StatusCode::NOT_FOUND => Error::Backend(format!(
+                        "the E2B sandbox {} is gone (HTTP {}; its timeout may have passed): {}",
+                        instance.id,
+                        status.as_u16(),
+                        http::excerpt(&text)
+                    )),
+                    _ => Error::Backend(format!(
+                        "E2B's code interpreter answered HTTP {}: {}",
+                        status.as_u16(),
+                        http::excerpt(&text)
+                    )),
+                });
+            }
+        };
+        let elapsed = started.elapsed();
+        let read = remote::read_snippet(
+            &snippet,
+            &collected.stdout,
+            collected.error.is_some() || !collected.finished,
+            limits,
+        );
+        let mut stderr = collected.stderr;
+        if let Some(error) = &collected.error {
+            if !stderr.contains(error.as_str()) {
+                stderr.push_str(error);
+                if !stderr.ends_with('\n') {
+                    stderr.push('\n');
+                }
+            }
+        }
+        let exception = read.exception.clone().or(collected.error_name.clone());
+        let limit = if collected.timed_out {
+            Some(ExecStatus::Timeout)
+        } else if collected.output_over {
+            Some(ExecStatus::OutputLimit)
+        } else if exception.as_deref() == Some("MemoryError") {
+            Some(ExecStatus::MemoryLimit)
+        } else {
+            None
+        };
+        let (status, stdout, result) = runner::settle(read.outcome, limit, &mut stderr);
+        let mut artifacts = read.artifacts;
+        let mut skipped = read.skipped_artifacts;
+        for artifact in collected.rich {
+            if artifacts.len() < limits.max_count && artifact.size <= limits.max_bytes {
+                artifacts.push(artifact);
+            } else {
+                skipped.push(format!("{:?}: over the artifact limits", artifact.name));
+            }
+        }
+        let mut metadata = instance.metadata.clone();
+        metadata.insert("provider".into(), json!(KIND));
+        if !skipped.is_empty() {
+            metadata.insert("skipped_artifacts".into(), json!(skipped));
+        }
+        Ok(ExecutionResult {
+            exit_code: match status {
+                ExecStatus::Success => Some(0),
+                ExecStatus::ProgramError => Some(1),
+                _ => None,
+            },
+            status,
+            stdout,
+            stderr,
+            wall_time_ms: elapsed.as_millis() as u64,
+            result,
+            artifacts,
+            metadata,
+        })
+    }
+
+    async fn destroy_instance(&self, instance: Instance) -> Result<(), Error> {
+        self.delete_sandbox(&instance.id).await
+    }
+
+    async fn shutdown(&self) {
+        let open: Vec<String> = self
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .keys()
+            .cloned()
+            .collect();
+        for id in open {
+            if let Err(error) = self.delete_sandbox(&id).await {
+                tracing::warn!(%error, sandbox = %id, "could not delete an E2B sandbox");
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! What the remote providers share about HTTP: a client with deadlines, endpoint URLs checked
+//! one way, transport failures as the provider layer's error kinds, bounded body reads and
+//! short excerpts of unexpected answers (never whole bodies, never secrets).
+
+use std::time::Duration;
+
+use url::Url;
+
+use crate::sandbox::Error;
+
+/// How long connecting to a provider may take, whatever the request's own deadline.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An HTTP client whose every request gives up after `timeout`.
+pub fn client(timeout: Duration) -> Result<reqwest::Client, Error> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(CONNECT_TIMEOUT.min(timeout))
+        .user_agent(concat!("sandbox-console/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| Error::Backend(format!("cannot set up an HTTP client: {e}")))
+}
+
+/// Parses an `http://` or `https://` URL with a host, or says what is wrong with it.
+pub fn endpoint(text: &str, example: &str) -> Result<Url, String> {
+    let url = Url::parse(text.trim()).map_err(|_| {
+        format!("Enter a URL that starts with http:// or https://, e.g. {example}.")
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err(format!(
+            "Enter a URL that starts with http:// or https://, e.g. {example}."
+        ));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("Put credentials in their own fields, not in the URL.".into());
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err("Enter the URL without a query or fragment.".into());
+    }
+    Ok(url)
+}
+
+/// `base` with `path` appended (no doubled or missing slash).
+pub fn join(base: &Url, path: &str) -> String {
+    format!(
+        "{}/{}",
+        base.as_str().trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
+}
+
+/// A request that got no answer, as the provider layer's error: the deadline passed, or the
+/// provider could not be reached at all.
+pub fn transport(what: &str, error: &reqwest::Error, timeout: Duration) -> Error {
+    if error.is_timeout() {
+        Error::Timeout(timeout)
+    } else {
+        // reqwest's own text names the URL; its source says why (refused, DNS, TLS).
+        let mut cause = error.to_string();
+        let mut source = std::error::Error::source(error);
+        while let Some(inner) = source {
+            cause = format!("{cause}: {inner}");
+            source = inner.source();
+        }
+        Error::Unreachable(format!("{what}: {cause}"))
+    }
+}
+
+/// At most the first 200 characters of a body, on one line: enough to recognise an answer.
+pub fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut cut: String = flat.chars().take(200).collect();
+    if flat.chars().count() > 200 {
+        cut.push('…');
+    }
+    if cut.is_empty() {
+        "(empty body)".into()
+    } else {
+        cut
+    }
+}
+
+/// A body read in full unless it grows past `limit` bytes.
+pub enum Body {
+    Complete(Vec<u8>),
+    /// Longer than the limit; the rest was not read.
+    Over,
+}
+
+/// Reads a response body, stopping at `limit` bytes.
+pub async fn read_limited(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Body, reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > limit {
+            return Ok(Body::Over);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Body::Complete(body))
+}
+
+/// Cuts `text` to at most `max` bytes on a character boundary; says whether it was cut.
+pub fn cap(text: &mut String, max: usize) -> bool {
+    if text.len() <= max {
+        return false;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_must_be_http_urls_without_credentials() {
+        let example = "http://executor:9385";
+
+        assert!(endpoint("http://executor:9385", example).is_ok());
+        assert!(endpoint(" https://x.example/base/ ", example).is_ok());
+        for bad in ["executor:9385", "ftp://x", "http://", "not a url"] {
+            assert!(
+                endpoint(bad, example)
+                    .unwrap_err()
+                    .starts_with("Enter a URL"),
+                "{bad}"
+            );
+        }
+        assert!(endpoint("http://u:p@x", example)
+            .unwrap_err()
+            .contains("credentials"));
+    }
+
+    #[test]
+    fn joins_and_excerpts_and_caps() {
+        let base = Url::parse("http://x:1/base/").unwrap();
+        assert_eq!(join(&base, "/run"), "http://x:1/base/run");
+        assert_eq!(excerpt(b"  <html>\n  oops </html> "), "<html> oops </html>");
+        assert_eq!(excerpt(b""), "(empty body)");
+        assert_eq!(excerpt("é".repeat(300).as_bytes()).chars().count(), 201);
+        let mut text = "aé".to_owned();
+        assert!(cap(&mut text, 2));
+        assert_eq!(text, "a");
+    }
+}

@@ -1,0 +1,192 @@
+//! The `self_managed` provider's settings: schema, typed config, and the one validating
+//! `build()`. The schema is the seed's (RAGFlow's `endpoint`, `timeout`, `max_retries`) minus
+//! the cosmetic `pool_size`, plus the executor's API token and an output cap.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::SelfManagedProvider;
+use crate::{
+    model::schema::{ConfigSchema, FieldGroup, FieldKind, FieldSpec},
+    sandbox::{
+        providers::{fields, http},
+        Error, SandboxProvider,
+    },
+};
+
+const MIB: u64 = 1024 * 1024;
+pub const EXAMPLE_ENDPOINT: &str = "http://sandbox-executor-manager:9385";
+
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SelfManagedConfig {
+    pub endpoint: String,
+    pub api_token: String,
+    pub timeout: u32,
+    pub max_retries: u32,
+    pub max_output_bytes: u64,
+}
+
+impl Default for SelfManagedConfig {
+    fn default() -> Self {
+        SelfManagedConfig {
+            endpoint: "http://localhost:9385".into(),
+            api_token: String::new(),
+            timeout: 30,
+            max_retries: 3,
+            max_output_bytes: MIB,
+        }
+    }
+}
+
+/// Written by hand: the API token never reaches a log line.
+impl std::fmt::Debug for SelfManagedConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SelfManagedConfig")
+            .field("endpoint", &self.endpoint)
+            .field("api_token_set", &!self.api_token.is_empty())
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .field("max_output_bytes", &self.max_output_bytes)
+            .finish()
+    }
+}
+
+pub fn schema() -> ConfigSchema {
+    let d = SelfManagedConfig::default();
+    let integer = |min: i64, max: i64| FieldKind::Integer {
+        min: Some(min),
+        max: Some(max),
+    };
+    ConfigSchema {
+        fields: vec![
+            FieldSpec::new("endpoint", FieldKind::String, "Executor Manager Endpoint")
+                .describe(
+                    "HTTP endpoint of RAGFlow's executor manager (or of another sandbox-console's \
+                     /run): POST /run runs code, GET /healthz is its health.",
+                )
+                .placeholder(EXAMPLE_ENDPOINT)
+                .default_value(json!(d.endpoint))
+                .group(FieldGroup::Deployment)
+                .required(),
+            FieldSpec::new("api_token", FieldKind::Secret, "API token")
+                .describe(
+                    "The executor's SANDBOX_EXECUTOR_MANAGER_API_TOKEN (or a sandbox-console API \
+                     key with the execute scope), sent as Authorization: Bearer and \
+                     X-Sandbox-Token. Leave empty for an executor without one.",
+                )
+                .group(FieldGroup::Deployment),
+            FieldSpec::new("timeout", integer(5, 300), "Request Timeout (seconds)")
+                .describe(
+                    "How long one request to the executor may take; the program's own time \
+                     limit is the executor's SANDBOX_TIMEOUT, or the run's timeout when it asks \
+                     for one.",
+                )
+                .default_value(json!(d.timeout)),
+            FieldSpec::new("max_retries", integer(0, 10), "Max Retries")
+                .describe(
+                    "Retries, with backoff, when the executor cannot be reached or answers \
+                     that it is rate limited (-429). Other failures are never retried.",
+                )
+                .default_value(json!(d.max_retries)),
+            fields::max_output_bytes(
+                d.max_output_bytes,
+                "stdout and stderr are each cut at this size; the run then reports output_limit.",
+            ),
+        ],
+    }
+}
+
+/// Validates stored or submitted values and builds the provider: the schema's type checks and
+/// the endpoint URL, every bad field at once.
+pub fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error> {
+    Ok(Arc::new(build_provider(raw)?))
+}
+
+pub fn build_provider(raw: &Map<String, Value>) -> Result<SelfManagedProvider, Error> {
+    let normalized = schema().normalize(raw);
+    let mut errors = normalized.as_ref().err().cloned().unwrap_or_default();
+    if !errors.contains_key("endpoint") {
+        let given = raw
+            .get("endpoint")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if let Err(message) = http::endpoint(given, EXAMPLE_ENDPOINT) {
+            errors.insert("endpoint".into(), message);
+        }
+    }
+    let values = match normalized {
+        Ok(values) if errors.is_empty() => values,
+        _ => return Err(Error::ConfigInvalid { errors }),
+    };
+    let config: SelfManagedConfig = serde_json::from_value(Value::Object(values))
+        .map_err(|e| Error::Backend(format!("self_managed config: {e}")))?;
+    SelfManagedProvider::new(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn every_schema_field_deserializes_into_the_config() {
+        let values = schema().normalize(&Map::new()).unwrap();
+
+        let config: SelfManagedConfig =
+            serde_json::from_value(Value::Object(values.clone())).unwrap();
+
+        let Value::Object(mut round_trip) = serde_json::to_value(&config).unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(
+            round_trip.remove("api_token"),
+            Some(json!("")),
+            "a secret has no default"
+        );
+        assert_eq!(
+            round_trip, values,
+            "same keys and defaults in schema and config"
+        );
+        assert!(
+            schema().field("pool_size").is_none(),
+            "the cosmetic pool_size is gone"
+        );
+    }
+
+    #[test]
+    fn build_reports_a_bad_endpoint_and_ranges_together() {
+        let error = build(&map(
+            json!({ "endpoint": "executor:9385", "timeout": 4, "max_retries": 11 }),
+        ))
+        .unwrap_err();
+
+        let Error::ConfigInvalid { errors } = error else {
+            panic!("{error}")
+        };
+        assert!(
+            errors["endpoint"].contains("http:// or https://"),
+            "{errors:?}"
+        );
+        assert_eq!(errors["timeout"], "Enter a number from 5 to 300.");
+        assert_eq!(errors["max_retries"], "Enter a number from 0 to 10.");
+    }
+
+    #[test]
+    fn the_debug_text_never_shows_the_token() {
+        let config = SelfManagedConfig {
+            api_token: "s3cr3t-token".into(),
+            ..SelfManagedConfig::default()
+        };
+
+        let text = format!("{config:?}");
+
+        assert!(!text.contains("s3cr3t"), "{text}");
+        assert!(text.contains("api_token_set: true"));
+    }
+}

@@ -1,0 +1,349 @@
+//! The main() protocol for providers whose sandboxes run elsewhere: the user's code travels
+//! inside a small wrapper program, with the arguments as base64 JSON (never pasted into
+//! source), so every provider runs the same code the same way (plain scripts, async `main`,
+//! `true/false/null` arguments, a JSON return value).
+//!
+//! - [`snippet`]: for services that run a snippet in a long-lived interpreter (AgentRun, E2B).
+//!   The wrapper prints the result envelope after a random marker, with the artifacts; read it
+//!   back with [`read_snippet`].
+//! - [`executor`]: for RAGFlow's executor manager, whose own runner calls `main(**arguments)`:
+//!   the wrapper is that `main`, and the executor's result envelope carries the return value.
+
+use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
+use rand::Rng;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{
+    select_artifacts, split_result_line, ArtifactFile, ArtifactLimits, Outcome, ARTIFACT_EXTENSIONS,
+};
+use crate::model::execution::{Artifact, ExecRequest, ExecStatus, Language, ReturnValue};
+
+const SNIPPET_PYTHON: &str = include_str!("snippet.py");
+const SNIPPET_JAVASCRIPT: &str = include_str!("snippet.js");
+const EXECUTOR_PYTHON: &str = include_str!("executor.py");
+const EXECUTOR_JAVASCRIPT: &str = include_str!("executor.js");
+const JOB_SLOT: &str = "__SANDBOX_JOB__";
+
+/// A snippet to send, and the marker its result line starts with.
+#[derive(Clone, Debug)]
+pub struct Snippet {
+    pub code: String,
+    pub marker: String,
+}
+
+/// The wrapper program for a snippet service. `memory_bytes` (Python only) caps what the run
+/// may allocate on top of what the interpreter already holds.
+pub fn snippet(
+    request: &ExecRequest,
+    memory_bytes: Option<u64>,
+    limits: ArtifactLimits,
+) -> Snippet {
+    let marker = format!(
+        "__SANDBOX_RESULT_{:016x}__:",
+        rand::thread_rng().gen::<u64>()
+    );
+    let job = json!({
+        "marker": marker,
+        "code": request.code,
+        "arguments": request.arguments,
+        "memory_bytes": memory_bytes,
+        "artifacts": {
+            "max_count": limits.max_count,
+            "max_bytes": limits.max_bytes,
+            "extensions": ARTIFACT_EXTENSIONS,
+        },
+    });
+    let template = match request.language {
+        Language::Python => SNIPPET_PYTHON,
+        Language::Javascript => SNIPPET_JAVASCRIPT,
+    };
+    Snippet {
+        code: template.replacen(JOB_SLOT, &BASE64.encode(job.to_string()), 1),
+        marker,
+    }
+}
+
+/// The wrapper program for RAGFlow's executor manager. `deadline_secs` ends the run with the
+/// executor's time-out exit code (124) when it passes.
+pub fn executor(request: &ExecRequest, deadline_secs: Option<u32>) -> String {
+    let job = json!({ "code": request.code, "deadline_secs": deadline_secs });
+    let template = match request.language {
+        Language::Python => EXECUTOR_PYTHON,
+        Language::Javascript => EXECUTOR_JAVASCRIPT,
+    };
+    template.replacen(JOB_SLOT, &BASE64.encode(job.to_string()), 1)
+}
+
+#[derive(Deserialize)]
+struct SnippetEnvelope {
+    present: bool,
+    #[serde(default)]
+    value: Value,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    artifacts: Vec<SentArtifact>,
+}
+
+#[derive(Deserialize)]
+struct SentArtifact {
+    name: String,
+    #[serde(default)]
+    regular: bool,
+    #[serde(default)]
+    size: u64,
+    #[serde(default)]
+    content_b64: Option<String>,
+}
+
+/// A snippet's run read back: the protocol's outcome, the name of the exception that ended
+/// it (if any), and the artifacts under the usual rules.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SnippetRun {
+    pub outcome: Outcome,
+    pub exception: Option<String>,
+    pub artifacts: Vec<Artifact>,
+    pub skipped_artifacts: Vec<String>,
+}
+
+/// Reads what a snippet printed. `failed` says the service itself reported an error for the
+/// run (an exception outside the wrapper, a dead interpreter).
+pub fn read_snippet(
+    snippet: &Snippet,
+    stdout: &str,
+    failed: bool,
+    limits: ArtifactLimits,
+) -> SnippetRun {
+    let outcome = |status, stdout: String, result, error: Option<&str>| Outcome {
+        status,
+        stdout,
+        result,
+        error: error.map(str::to_owned),
+    };
+    let Some((printed, line)) = split_result_line(stdout, &snippet.marker) else {
+        // The wrapper never finished: the interpreter died or the service cut the run short.
+        let why = (!failed).then_some("the sandbox ended the run before it reported a result");
+        return SnippetRun {
+            outcome: outcome(
+                ExecStatus::ProgramError,
+                stdout.to_owned(),
+                ReturnValue::absent(),
+                why,
+            ),
+            exception: None,
+            artifacts: Vec::new(),
+            skipped_artifacts: Vec::new(),
+        };
+    };
+    let Some(envelope) = BASE64
+        .decode(line.trim())
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<SnippetEnvelope>(&bytes).ok())
+    else {
+        return SnippetRun {
+            outcome: outcome(
+                ExecStatus::ProgramError,
+                printed,
+                ReturnValue::absent(),
+                Some("the wrapper's result line was damaged"),
+            ),
+            exception: None,
+            artifacts: Vec::new(),
+            skipped_artifacts: Vec::new(),
+        };
+    };
+    let status = if failed || envelope.error.is_some() {
+        ExecStatus::ProgramError
+    } else {
+        ExecStatus::Success
+    };
+    let result = match (&status, envelope.present) {
+        (ExecStatus::Success, true) => ReturnValue::of(envelope.value),
+        _ => ReturnValue::absent(),
+    };
+    let files = envelope
+        .artifacts
+        .iter()
+        .map(|a| ArtifactFile {
+            name: a.name.clone(),
+            regular: a.regular,
+            size: a.size,
+        })
+        .collect();
+    let sent = &envelope.artifacts;
+    let (artifacts, skipped_artifacts) = select_artifacts(files, limits, |name| {
+        let content = sent
+            .iter()
+            .find(|a| a.name == name)
+            .and_then(|a| a.content_b64.as_deref())
+            .ok_or("the sandbox did not send its content")?;
+        BASE64
+            .decode(content)
+            .map_err(|e| format!("damaged content: {e}"))
+    });
+    SnippetRun {
+        outcome: outcome(status, printed, result, envelope.error.as_deref()),
+        exception: envelope.name,
+        artifacts,
+        skipped_artifacts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(language: Language, code: &str) -> ExecRequest {
+        ExecRequest {
+            language,
+            code: code.into(),
+            arguments: json!({ "flag": true, "nothing": null })
+                .as_object()
+                .cloned()
+                .unwrap(),
+            timeout_secs: None,
+        }
+    }
+
+    #[test]
+    fn arguments_travel_as_base64_json_never_as_source() {
+        let request = request(
+            Language::Python,
+            "def main(flag, nothing):\n    return flag\n",
+        );
+
+        let snippet = snippet(&request, Some(1 << 20), ArtifactLimits::default());
+        let executor = executor(&request, Some(3));
+
+        for program in [&snippet.code, &executor] {
+            assert!(!program.contains(JOB_SLOT), "the job slot is filled");
+            assert!(
+                !program.contains("true"),
+                "no JSON literal is pasted: {program}"
+            );
+            assert!(
+                !program.contains("def main(flag"),
+                "the user's code is not pasted"
+            );
+        }
+        assert!(snippet.marker.starts_with("__SANDBOX_RESULT_"));
+    }
+
+    fn run(path: &str, program: &str) -> (String, String, i32) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(path);
+        std::fs::write(&file, program).unwrap();
+        let (interpreter, args): (&str, Vec<&str>) = if path.ends_with(".py") {
+            ("/usr/bin/python3.11", vec!["-I", "-B"])
+        } else {
+            ("/usr/bin/node", vec!["--input-type=module", "-e", program])
+        };
+        let mut command = std::process::Command::new(interpreter);
+        command.current_dir(dir.path()).args(&args);
+        if path.ends_with(".py") {
+            command.arg(&file);
+        }
+        let out = command.output().unwrap();
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+            out.status.code().unwrap_or(-1),
+        )
+    }
+
+    #[test]
+    fn the_python_snippet_calls_main_and_returns_its_value_and_artifacts() {
+        let request = request(
+            Language::Python,
+            "import asyncio\nasync def main(flag, nothing):\n    print('hi')\n    open('artifacts/a.csv', 'w').write('x,y\\n')\n    await asyncio.sleep(0)\n    return [flag, nothing, 'ü']\n",
+        );
+        let snippet = snippet(&request, Some(64 << 20), ArtifactLimits::default());
+
+        let (stdout, stderr, code) = run("cell.py", &snippet.code);
+        let read = read_snippet(&snippet, &stdout, false, ArtifactLimits::default());
+
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(
+            read.outcome.status,
+            ExecStatus::Success,
+            "{stdout} {stderr}"
+        );
+        assert_eq!(read.outcome.stdout, "hi\n");
+        assert_eq!(read.outcome.result.value, json!([true, null, "ü"]));
+        assert_eq!(read.artifacts.len(), 1);
+        assert_eq!(read.artifacts[0].content_b64, BASE64.encode("x,y\n"));
+    }
+
+    #[test]
+    fn the_python_snippet_reports_an_exception_by_name_and_a_memory_hog_as_memory_error() {
+        let failing = request(
+            Language::Python,
+            "def main(**_):\n    raise KeyError('k')\n",
+        );
+        let hog = request(
+            Language::Python,
+            "def main(**_):\n    return len(b'x' * (1024 ** 3))\n",
+        );
+        let limits = ArtifactLimits::default();
+
+        let failing = snippet(&failing, None, limits);
+        let hog = snippet(&hog, Some(64 << 20), limits);
+        let (out1, err1, _) = run("cell.py", &failing.code);
+        let (out2, err2, _) = run("cell.py", &hog.code);
+
+        let read1 = read_snippet(&failing, &out1, false, limits);
+        let read2 = read_snippet(&hog, &out2, false, limits);
+        assert_eq!(read1.outcome.status, ExecStatus::ProgramError);
+        assert_eq!(read1.exception.as_deref(), Some("KeyError"));
+        assert!(
+            err1.contains("KeyError: 'k'") && err1.contains("line 2"),
+            "{err1}"
+        );
+        assert_eq!(
+            read2.exception.as_deref(),
+            Some("MemoryError"),
+            "{out2} {err2}"
+        );
+    }
+
+    #[test]
+    fn the_javascript_snippet_awaits_main_and_a_plain_script_has_no_result() {
+        let asynchronous = request(
+            Language::Javascript,
+            "async function main(args) { await new Promise(r => setTimeout(r, 5)); console.log('hi'); return { got: args.flag }; }",
+        );
+        let plain = request(Language::Javascript, "console.log(6 * 7)");
+        let limits = ArtifactLimits::default();
+
+        let asynchronous = snippet(&asynchronous, None, limits);
+        let plain = snippet(&plain, None, limits);
+        let (out1, err1, _) = run("cell.mjs", &asynchronous.code);
+        let (out2, _, _) = run("cell.mjs", &plain.code);
+
+        let read1 = read_snippet(&asynchronous, &out1, false, limits);
+        let read2 = read_snippet(&plain, &out2, false, limits);
+        assert_eq!(read1.outcome.status, ExecStatus::Success, "{out1} {err1}");
+        assert_eq!(read1.outcome.result.value, json!({ "got": true }));
+        assert_eq!(read1.outcome.stdout, "hi\n");
+        assert_eq!(read2.outcome.status, ExecStatus::Success);
+        assert_eq!(read2.outcome.stdout, "42\n");
+        assert!(!read2.outcome.result.present);
+    }
+
+    #[test]
+    fn a_snippet_that_never_reports_is_a_program_error() {
+        let snippet = snippet(
+            &request(Language::Python, "pass"),
+            None,
+            ArtifactLimits::default(),
+        );
+
+        let read = read_snippet(&snippet, "partial output", false, ArtifactLimits::default());
+
+        assert_eq!(read.outcome.status, ExecStatus::ProgramError);
+        assert_eq!(read.outcome.stdout, "partial output");
+    }
+}
