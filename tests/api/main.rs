@@ -7,6 +7,7 @@ mod auth;
 mod dashboard;
 mod database;
 mod docker_provider;
+mod e2b_provider;
 #[path = "../fakes/mod.rs"]
 mod fakes;
 mod gateway;
