@@ -1,6 +1,7 @@
 //! Integration tests: each one starts the real application on port 0 with its own SQLite file.
 
 mod admin_cli;
+mod aliyun_provider;
 mod api_keys;
 mod assets;
 mod auth;

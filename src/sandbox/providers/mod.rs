@@ -1,5 +1,6 @@
 //! The provider kinds, one folder each, and the registry of those that really work.
 
+pub mod aliyun_codeinterpreter;
 pub mod docker;
 pub mod e2b;
 mod fields;
@@ -15,5 +16,6 @@ pub fn registry() -> Registry {
         .register(local::kind())
         .register(docker::kind())
         .register(self_managed::kind())
+        .register(aliyun_codeinterpreter::kind())
         .register(e2b::kind())
 }
