@@ -10,13 +10,26 @@ bin=${1:-target/debug/sandbox-console}
 [ -x "$bin" ] || { echo "e2e: $bin not found; run scripts/build.sh first" >&2; exit 1; }
 data=$(mktemp -d)
 log="$data/server.log"
+fakes_log="$data/fakes.log"
+
+pid=
+fakes_pid=
+cleanup() {
+  kill $pid $fakes_pid 2>/dev/null || true
+  wait $pid $fakes_pid 2>/dev/null || true
+  rm -rf "$data"
+}
+trap cleanup EXIT
+
+# The remote providers' contract fakes (test code: E2B, AgentRun, RAGFlow's executor manager).
+cargo build --features ssr --example fake_services -q
+target/debug/examples/fake_services >"$fakes_log" 2>&1 &
+fakes_pid=$!
 password="e2e-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
 ADMIN_USERNAME=admin ADMIN_PASSWORD="$password" RUST_LOG=${RUST_LOG:-warn,libcgroups=error} \
   "$bin" --listen 127.0.0.1:0 --data-dir "$data" >"$log" 2>&1 &
 pid=$!
-cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$data"; }
-trap cleanup EXIT
 
 address=
 for _ in $(seq 1 200); do
@@ -27,6 +40,16 @@ for _ in $(seq 1 200); do
 done
 [ -n "$address" ] || { echo "e2e: the server did not start:"; cat "$log"; exit 1; }
 echo "e2e: server at $address"
+
+fakes=
+for _ in $(seq 1 100); do
+  fakes=$(head -n1 "$fakes_log" 2>/dev/null | grep '^{' || true)
+  [ -n "$fakes" ] && break
+  kill -0 "$fakes_pid" 2>/dev/null || { echo "e2e: the fakes exited:"; cat "$fakes_log"; exit 1; }
+  sleep 0.1
+done
+[ -n "$fakes" ] || { echo "e2e: the fakes did not start:"; cat "$fakes_log"; exit 1; }
+export E2E_FAKES="$fakes"
 
 cd end2end
 rm -rf test-results

@@ -58,7 +58,11 @@ async fn providers_and_schemas_come_in_ragflows_envelope() {
         .iter()
         .map(|p| p["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["local", "docker", "scripted"]);
+    assert_eq!(
+        ids,
+        ["local", "docker", "self_managed", "aliyun_codeinterpreter", "e2b", "scripted"],
+        "RAGFlow's own ids for the remote providers"
+    );
     assert!(providers["data"][0]["tags"].is_array());
     assert_eq!(schema["data"]["endpoint"]["type"], "string");
     assert_eq!(schema["data"]["endpoint"]["required"], true);
