@@ -60,7 +60,14 @@ async fn providers_and_schemas_come_in_ragflows_envelope() {
         .collect();
     assert_eq!(
         ids,
-        ["local", "docker", "self_managed", "aliyun_codeinterpreter", "e2b", "scripted"],
+        [
+            "local",
+            "docker",
+            "self_managed",
+            "aliyun_codeinterpreter",
+            "e2b",
+            "scripted"
+        ],
         "RAGFlow's own ids for the remote providers"
     );
     assert!(providers["data"][0]["tags"].is_array());

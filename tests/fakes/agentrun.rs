@@ -173,9 +173,10 @@ fn signed_request<'a>(
 }
 
 /// Checks the data plane's AGENTRUN4-HMAC-SHA256 signature.
-fn check_agentrun4(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<(), Response> {
+/// `Some(refusal)` when the signature does not hold.
+fn check_agentrun4(method: &Method, uri: &Uri, headers: &HeaderMap) -> Option<Response> {
     let refused = |message: &str| {
-        Err(error(
+        Some(error(
             StatusCode::FORBIDDEN,
             "SignatureDoesNotMatch",
             message,
@@ -185,7 +186,7 @@ fn check_agentrun4(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<()
         header(headers, "agentrun-authorization"),
         signature::AGENTRUN4,
     ) else {
-        return Err(error(
+        return Some(error(
             StatusCode::UNAUTHORIZED,
             "MissingAuthorization",
             "Agentrun-Authorization is missing or malformed",
@@ -196,7 +197,7 @@ fn check_agentrun4(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<()
         return refused("the credential scope is malformed");
     };
     if key != ACCESS_KEY_ID {
-        return Err(error(
+        return Some(error(
             StatusCode::UNAUTHORIZED,
             "InvalidAccessKeyId.NotFound",
             "Specified access key is not found.",
@@ -233,7 +234,7 @@ fn check_agentrun4(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<()
     if expected != signature {
         return refused("The request signature does not conform to Aliyun standards.");
     }
-    Ok(())
+    None
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ`, strictly.
@@ -270,9 +271,9 @@ fn check_acs3(
     headers: &HeaderMap,
     body: &[u8],
     action: &str,
-) -> Result<(), Response> {
+) -> Option<Response> {
     let refused = |message: &str| {
-        Err(error(
+        Some(error(
             StatusCode::FORBIDDEN,
             "SignatureDoesNotMatch",
             message,
@@ -281,14 +282,14 @@ fn check_acs3(
     let Some((key, names, signature)) =
         parse_authorization(header(headers, "authorization"), signature::ACS3)
     else {
-        return Err(error(
+        return Some(error(
             StatusCode::UNAUTHORIZED,
             "MissingAuthorization",
             "Authorization is missing or malformed",
         ));
     };
     if key != ACCESS_KEY_ID {
-        return Err(error(
+        return Some(error(
             StatusCode::UNAUTHORIZED,
             "InvalidAccessKeyId.NotFound",
             "Specified access key is not found.",
@@ -296,7 +297,7 @@ fn check_acs3(
     }
     if header(headers, "x-acs-action") != action || header(headers, "x-acs-version") != "2025-09-10"
     {
-        return Err(error(
+        return Some(error(
             StatusCode::BAD_REQUEST,
             "InvalidAction",
             "x-acs-action or x-acs-version is wrong",
@@ -327,7 +328,7 @@ fn check_acs3(
     if expected != signature {
         return refused("The request signature does not conform to Aliyun standards.");
     }
-    Ok(())
+    None
 }
 
 async fn get_template(
@@ -337,7 +338,7 @@ async fn get_template(
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Response {
-    if let Err(refused) = check_acs3(&method, &uri, &headers, b"", "GetTemplate") {
+    if let Some(refused) = check_acs3(&method, &uri, &headers, b"", "GetTemplate") {
         return refused;
     }
     let mut templates = fake.templates.lock().unwrap();
@@ -361,7 +362,7 @@ async fn create_template(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(refused) = check_acs3(&method, &uri, &headers, &body, "CreateTemplate") {
+    if let Some(refused) = check_acs3(&method, &uri, &headers, &body, "CreateTemplate") {
         return refused;
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
@@ -394,7 +395,7 @@ async fn create_sandbox(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(refused) = check_agentrun4(&method, &uri, &headers) {
+    if let Some(refused) = check_agentrun4(&method, &uri, &headers) {
         return refused;
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
@@ -437,7 +438,7 @@ async fn delete_sandbox(
     headers: HeaderMap,
     Path(sandbox): Path<String>,
 ) -> Response {
-    if let Err(refused) = check_agentrun4(&method, &uri, &headers) {
+    if let Some(refused) = check_agentrun4(&method, &uri, &headers) {
         return refused;
     }
     match fake.sandboxes.lock().unwrap().remove(&sandbox) {
@@ -453,7 +454,7 @@ async fn health(
     headers: HeaderMap,
     Path(sandbox): Path<String>,
 ) -> Response {
-    if let Err(refused) = check_agentrun4(&method, &uri, &headers) {
+    if let Some(refused) = check_agentrun4(&method, &uri, &headers) {
         return refused;
     }
     if !fake.sandboxes.lock().unwrap().contains_key(&sandbox) {
@@ -470,7 +471,7 @@ async fn execute(
     Path(sandbox): Path<String>,
     body: Bytes,
 ) -> Response {
-    if let Err(refused) = check_agentrun4(&method, &uri, &headers) {
+    if let Some(refused) = check_agentrun4(&method, &uri, &headers) {
         return refused;
     }
     if !fake.sandboxes.lock().unwrap().contains_key(&sandbox) {

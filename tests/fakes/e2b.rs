@@ -127,10 +127,11 @@ fn error(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
-fn key_ok(headers: &HeaderMap) -> Result<(), Response> {
+/// `Some(refusal)` unless the request carries the API key.
+fn key_refused(headers: &HeaderMap) -> Option<Response> {
     match headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
-        Some(API_KEY) => Ok(()),
-        _ => Err(error(
+        Some(API_KEY) => None,
+        _ => Some(error(
             StatusCode::UNAUTHORIZED,
             "Invalid API key, please visit https://e2b.dev/docs/api-key to get your API key",
         )),
@@ -138,7 +139,7 @@ fn key_ok(headers: &HeaderMap) -> Result<(), Response> {
 }
 
 async fn list(State(fake): State<Fake>, headers: HeaderMap) -> Response {
-    if let Err(refused) = key_ok(&headers) {
+    if let Some(refused) = key_refused(&headers) {
         return refused;
     }
     let listed: Vec<Value> = fake
@@ -152,7 +153,7 @@ async fn list(State(fake): State<Fake>, headers: HeaderMap) -> Response {
 }
 
 async fn create(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refused) = key_ok(&headers) {
+    if let Some(refused) = key_refused(&headers) {
         return refused;
     }
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
@@ -196,7 +197,7 @@ async fn kill(
     headers: HeaderMap,
     Path(sandbox): Path<String>,
 ) -> Response {
-    if let Err(refused) = key_ok(&headers) {
+    if let Some(refused) = key_refused(&headers) {
         return refused;
     }
     match fake.sandboxes.lock().unwrap().remove(&sandbox) {

@@ -104,7 +104,7 @@ struct AnswerArtifact {
 
 /// What one POST /run came back with.
 enum Answer {
-    Run(RunAnswer),
+    Run(Box<RunAnswer>),
     /// Larger than the provider reads: the output is dropped.
     Oversized(usize),
 }
@@ -227,7 +227,7 @@ impl SelfManagedProvider {
                 }
                 return Err(rate_limited(None));
             }
-            return Ok(Answer::Run(answer));
+            return Ok(Answer::Run(Box::new(answer)));
         }
     }
 
@@ -428,7 +428,7 @@ impl SandboxProvider for SelfManagedProvider {
         let started = Instant::now();
         let mut result = match self.post_run(&body).await? {
             Answer::Run(answer) => self.translate(
-                answer,
+                *answer,
                 started.elapsed(),
                 request.timeout_secs.map(|s| Duration::from_secs(s.into())),
             )?,
