@@ -20,6 +20,7 @@ mod metrics;
 mod pages;
 mod ragflow_admin;
 mod ragflow_run;
+mod remote_gateway;
 mod sandbox_settings;
 mod scripted;
 mod self_managed_provider;
