@@ -103,19 +103,6 @@ pub async fn read_limited(
     Ok(Body::Complete(body))
 }
 
-/// Cuts `text` to at most `max` bytes on a character boundary; says whether it was cut.
-pub fn cap(text: &mut String, max: usize) -> bool {
-    if text.len() <= max {
-        return false;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    true
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,14 +127,11 @@ mod tests {
     }
 
     #[test]
-    fn joins_and_excerpts_and_caps() {
+    fn joins_and_excerpts() {
         let base = Url::parse("http://x:1/base/").unwrap();
         assert_eq!(join(&base, "/run"), "http://x:1/base/run");
         assert_eq!(excerpt(b"  <html>\n  oops </html> "), "<html> oops </html>");
         assert_eq!(excerpt(b""), "(empty body)");
         assert_eq!(excerpt("é".repeat(300).as_bytes()).chars().count(), 201);
-        let mut text = "aé".to_owned();
-        assert!(cap(&mut text, 2));
-        assert_eq!(text, "a");
     }
 }

@@ -164,6 +164,19 @@ pub fn split_result_line<'a>(stdout: &'a str, marker: &str) -> Option<(String, &
     Some((format!("{}{after}", &stdout[..at]), line))
 }
 
+/// Cuts `text` to at most `max` bytes on a character boundary; says whether it was cut.
+pub fn cap_text(text: &mut String, max: usize) -> bool {
+    if text.len() <= max {
+        return false;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    true
+}
+
 /// A finished run's verdict, for every provider: the limit that ended it (the provider knows)
 /// wins over the protocol's status, the program's own error is appended to `stderr` once, and
 /// the return value is kept only for a success. Returns the status, stdout and return value.

@@ -12,12 +12,15 @@
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
 use rand::Rng;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::{
-    select_artifacts, split_result_line, ArtifactFile, ArtifactLimits, Outcome, ARTIFACT_EXTENSIONS,
+    cap_text, select_artifacts, settle, split_result_line, ArtifactFile, ArtifactLimits, Outcome,
+    ARTIFACT_EXTENSIONS,
 };
-use crate::model::execution::{Artifact, ExecRequest, ExecStatus, Language, ReturnValue};
+use crate::model::execution::{
+    Artifact, ExecRequest, ExecStatus, ExecutionResult, Language, ReturnValue,
+};
 
 const SNIPPET_PYTHON: &str = include_str!("snippet.py");
 const SNIPPET_JAVASCRIPT: &str = include_str!("snippet.js");
@@ -190,6 +193,62 @@ pub fn read_snippet(
         artifacts,
         skipped_artifacts,
     }
+}
+
+/// What a snippet service reported about one run.
+#[derive(Debug, Default)]
+pub struct SnippetOutput {
+    pub stdout: String,
+    pub stderr: String,
+    /// The service reported a failure (an error event, a dead interpreter, no end of run).
+    pub failed: bool,
+    /// The name of the exception the service reported, if any.
+    pub exception: Option<String>,
+    /// A limit the provider itself saw: its deadline passed, or the output went over its cap
+    /// while it was read.
+    pub limit: Option<ExecStatus>,
+}
+
+/// One snippet run's result, the same for every snippet provider: the wrapper's envelope read
+/// off stdout, the provider's limit first, then `MemoryError` as `memory_limit`, stdout and
+/// stderr cut at `cap` (`output_limit`), exit code 0 or 1 for success or a program error.
+/// Returns the result (the caller sets the wall time and its metadata) and the notes on
+/// artifacts that were skipped.
+pub fn finish_snippet(
+    snippet: &Snippet,
+    output: SnippetOutput,
+    cap: usize,
+    limits: ArtifactLimits,
+) -> (ExecutionResult, Vec<String>) {
+    let read = read_snippet(snippet, &output.stdout, output.failed, limits);
+    let mut stderr = output.stderr;
+    let exception = read.exception.clone().or(output.exception);
+    let limit = output.limit.or_else(|| {
+        (exception.as_deref() == Some("MemoryError")).then_some(ExecStatus::MemoryLimit)
+    });
+    let (mut status, mut stdout, result) = settle(read.outcome, limit, &mut stderr);
+    let cut = cap_text(&mut stdout, cap) | cap_text(&mut stderr, cap);
+    if cut && matches!(status, ExecStatus::Success | ExecStatus::ProgramError) {
+        status = ExecStatus::OutputLimit;
+    }
+    let result = ExecutionResult {
+        exit_code: match status {
+            ExecStatus::Success => Some(0),
+            ExecStatus::ProgramError => Some(1),
+            _ => None,
+        },
+        result: match status {
+            ExecStatus::Success => result,
+            _ => ReturnValue::absent(),
+        },
+        status,
+        stdout,
+        stderr,
+        wall_time_ms: 0,
+        artifacts: read.artifacts,
+        metadata: Map::new(),
+    };
+    (result, read.skipped_artifacts)
 }
 
 #[cfg(test)]

@@ -29,7 +29,10 @@ use crate::{
         self,
         providers::http::{self, Body},
         registry::ProviderKind,
-        runner::{self, remote, ArtifactLimits},
+        runner::{
+            remote::{self, SnippetOutput},
+            ArtifactLimits,
+        },
         Error, Instance, SandboxProvider,
     },
 };
@@ -608,42 +611,29 @@ impl SandboxProvider for AliyunProvider {
         if !status.is_success() {
             return Err(answer.error(&what));
         }
-        let Some((printed, mut stderr, failed)) = read_results(&answer.json()) else {
+        let Some((stdout, stderr, failed)) = read_results(&answer.json()) else {
             return Err(Error::Backend(format!(
                 "AgentRun's answer to {what} has no results: {}",
                 http::excerpt(&answer.body)
             )));
         };
-        let read = remote::read_snippet(&snippet, &printed, failed, limits);
-        let mut output_over = http::cap(&mut stderr, cap);
-        let exception = read.exception.clone();
-        let limit = if exception.as_deref() == Some("MemoryError") {
-            Some(ExecStatus::MemoryLimit)
-        } else {
-            None
+        let output = SnippetOutput {
+            stdout,
+            stderr,
+            failed,
+            ..SnippetOutput::default()
         };
-        let (mut status, mut stdout, result) = runner::settle(read.outcome, limit, &mut stderr);
-        output_over |= http::cap(&mut stdout, cap);
-        if output_over && matches!(status, ExecStatus::Success | ExecStatus::ProgramError) {
-            status = ExecStatus::OutputLimit;
-        }
-        if !read.skipped_artifacts.is_empty() {
-            metadata.insert("skipped_artifacts".into(), json!(read.skipped_artifacts));
+        let (mut result, skipped) = remote::finish_snippet(&snippet, output, cap, limits);
+        result.wall_time_ms = started.elapsed().as_millis() as u64;
+        if !skipped.is_empty() {
+            metadata.insert("skipped_artifacts".into(), json!(skipped));
         }
         let context = answer.field("contextId");
         if !context.is_empty() {
             metadata.insert("context_id".into(), json!(context));
         }
-        Ok(ExecutionResult {
-            exit_code: match status {
-                ExecStatus::Success => Some(0),
-                ExecStatus::ProgramError => Some(1),
-                _ => None,
-            },
-            result,
-            artifacts: read.artifacts,
-            ..finished(status, stdout, stderr, metadata)
-        })
+        result.metadata = metadata;
+        Ok(result)
     }
 
     async fn destroy_instance(&self, instance: Instance) -> Result<(), Error> {

@@ -28,7 +28,10 @@ use crate::{
         self,
         providers::http,
         registry::ProviderKind,
-        runner::{self, remote, ArtifactLimits},
+        runner::{
+            remote::{self, SnippetOutput},
+            ArtifactLimits,
+        },
         Error, Instance, SandboxProvider,
     },
 };
@@ -375,13 +378,6 @@ impl SandboxProvider for E2bProvider {
                 });
             }
         };
-        let elapsed = started.elapsed();
-        let read = remote::read_snippet(
-            &snippet,
-            &collected.stdout,
-            collected.error.is_some() || !collected.finished,
-            limits,
-        );
         let mut stderr = collected.stderr;
         if let Some(error) = &collected.error {
             if !stderr.contains(error.as_str()) {
@@ -391,45 +387,38 @@ impl SandboxProvider for E2bProvider {
                 }
             }
         }
-        let exception = read.exception.clone().or(collected.error_name.clone());
         let limit = if collected.timed_out {
             Some(ExecStatus::Timeout)
         } else if collected.output_over {
             Some(ExecStatus::OutputLimit)
-        } else if exception.as_deref() == Some("MemoryError") {
-            Some(ExecStatus::MemoryLimit)
         } else {
             None
         };
-        let (status, stdout, result) = runner::settle(read.outcome, limit, &mut stderr);
-        let mut artifacts = read.artifacts;
-        let mut skipped = read.skipped_artifacts;
+        let output = SnippetOutput {
+            stdout: collected.stdout,
+            stderr,
+            failed: collected.error.is_some() || !collected.finished,
+            exception: collected.error_name,
+            limit,
+        };
+        let cap = self.config.max_output_bytes as usize;
+        let (mut result, mut skipped) = remote::finish_snippet(&snippet, output, cap, limits);
         for artifact in collected.rich {
-            if artifacts.len() < limits.max_count && artifact.size <= limits.max_bytes {
-                artifacts.push(artifact);
+            if result.artifacts.len() < limits.max_count && artifact.size <= limits.max_bytes {
+                result.artifacts.push(artifact);
             } else {
                 skipped.push(format!("{:?}: over the artifact limits", artifact.name));
             }
         }
-        let mut metadata = instance.metadata.clone();
-        metadata.insert("provider".into(), json!(KIND));
+        result.wall_time_ms = started.elapsed().as_millis() as u64;
+        result.metadata = instance.metadata.clone();
+        result.metadata.insert("provider".into(), json!(KIND));
         if !skipped.is_empty() {
-            metadata.insert("skipped_artifacts".into(), json!(skipped));
+            result
+                .metadata
+                .insert("skipped_artifacts".into(), json!(skipped));
         }
-        Ok(ExecutionResult {
-            exit_code: match status {
-                ExecStatus::Success => Some(0),
-                ExecStatus::ProgramError => Some(1),
-                _ => None,
-            },
-            status,
-            stdout,
-            stderr,
-            wall_time_ms: elapsed.as_millis() as u64,
-            result,
-            artifacts,
-            metadata,
-        })
+        Ok(result)
     }
 
     async fn destroy_instance(&self, instance: Instance) -> Result<(), Error> {

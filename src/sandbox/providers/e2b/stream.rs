@@ -75,7 +75,7 @@ impl Reader<'_> {
             "stdout" => self.stdout(field("text")),
             "stderr" => {
                 self.collected.stderr.push_str(field("text"));
-                if http::cap(&mut self.collected.stderr, self.cap) {
+                if runner::cap_text(&mut self.collected.stderr, self.cap) {
                     self.collected.output_over = true;
                 }
             }
@@ -117,7 +117,7 @@ impl Reader<'_> {
         let result_line = stdout.len() - printed;
         if printed > self.cap || result_line > self.result_room {
             let keep = printed.min(self.cap);
-            http::cap(stdout, keep);
+            runner::cap_text(stdout, keep);
             self.collected.output_over = true;
         }
     }

@@ -287,8 +287,8 @@ impl SelfManagedProvider {
             }
         };
         let cap = self.config.max_output_bytes as usize;
-        let cut_out = http::cap(&mut stdout, cap);
-        let cut_err = http::cap(&mut stderr, cap);
+        let cut_out = runner::cap_text(&mut stdout, cap);
+        let cut_err = runner::cap_text(&mut stderr, cap);
         if (cut_out || cut_err) && matches!(status, ExecStatus::Success | ExecStatus::ProgramError)
         {
             status = ExecStatus::OutputLimit;
