@@ -1,13 +1,52 @@
 //! The conformance suite every provider must pass, unchanged: run it against a real provider
 //! or against a provider talking to a contract fake. The provider under test must be set up
-//! with at most 512 MB of memory and an output cap below 100 MB.
+//! with at most 512 MB of memory and an output cap below 100 MB. Also the check that a
+//! provider's schema and its config type agree.
 
-use serde_json::{json, Value};
+use serde::{de::DeserializeOwned, Serialize};
+use serde_json::{json, Map, Value};
 
 use crate::{
-    model::execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
+    model::{
+        execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
+        schema::ConfigSchema,
+    },
     sandbox::SandboxProvider,
 };
+
+/// Checks that a provider's form and its config type agree (no drift between them): the
+/// schema's values for `given` (the required fields) deserialize into `C`, and `C` serializes
+/// back to exactly those values, except optional fields without a default, which come back as
+/// an empty string. Returns the config, or what disagrees.
+pub fn schema_matches_config<C: Serialize + DeserializeOwned>(
+    schema: &ConfigSchema,
+    given: &Map<String, Value>,
+) -> Result<C, String> {
+    let values = schema
+        .normalize(given)
+        .map_err(|errors| format!("the schema refuses {given:?}: {errors:?}"))?;
+    let config: C = serde_json::from_value(Value::Object(values.clone()))
+        .map_err(|e| format!("the schema's values do not deserialize: {e}"))?;
+    let Ok(Value::Object(round_trip)) = serde_json::to_value(&config) else {
+        return Err("the config does not serialize to an object".into());
+    };
+    for (key, value) in &round_trip {
+        let blank_optional = schema
+            .field(key)
+            .is_some_and(|f| f.default.is_none() && !given.contains_key(key))
+            && value == &json!("");
+        if values.get(key) != Some(value) && !blank_optional {
+            return Err(format!(
+                "{key}: the schema gives {:?}, the config {value}",
+                values.get(key)
+            ));
+        }
+    }
+    if let Some(missing) = values.keys().find(|k| !round_trip.contains_key(*k)) {
+        return Err(format!("{missing}: in the schema, not in the config"));
+    }
+    Ok(config)
+}
 
 struct Case {
     name: &'static str,
@@ -182,4 +221,61 @@ pub async fn run_all(provider: &dyn SandboxProvider) -> Vec<String> {
         }
     }
     failures
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+    use crate::model::schema::{FieldKind, FieldSpec};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(default)]
+    struct Narrow {
+        endpoint: String,
+    }
+
+    impl Default for Narrow {
+        fn default() -> Self {
+            Narrow {
+                endpoint: "http://x".into(),
+            }
+        }
+    }
+
+    #[test]
+    fn a_field_the_config_drops_or_a_default_the_form_does_not_show_is_reported() {
+        let endpoint = FieldSpec::new("endpoint", FieldKind::String, "Endpoint");
+        let integer = FieldKind::Integer {
+            min: None,
+            max: None,
+        };
+        let wider = ConfigSchema {
+            fields: vec![
+                endpoint.clone().default_value(json!("http://x")),
+                FieldSpec::new("timeout", integer, "Timeout").default_value(json!(3)),
+            ],
+        };
+        let hidden_default = ConfigSchema {
+            fields: vec![endpoint.clone()],
+        };
+        let same = ConfigSchema {
+            fields: vec![endpoint.default_value(json!("http://x"))],
+        };
+
+        let dropped = schema_matches_config::<Narrow>(&wider, &Map::new()).err();
+        let hidden = schema_matches_config::<Narrow>(&hidden_default, &Map::new()).err();
+        let agreed = schema_matches_config::<Narrow>(&same, &Map::new());
+
+        assert_eq!(
+            dropped.as_deref(),
+            Some("timeout: in the schema, not in the config")
+        );
+        assert_eq!(
+            hidden.as_deref(),
+            Some("endpoint: the schema gives None, the config \"http://x\"")
+        );
+        assert_eq!(agreed.map(|c| c.endpoint).ok().as_deref(), Some("http://x"));
+    }
 }
