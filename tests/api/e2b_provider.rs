@@ -186,3 +186,50 @@ async fn a_stream_that_is_not_json_lines_is_a_provider_error_with_an_excerpt() {
     );
     assert_eq!(fake.live_sandboxes(), 0, "the sandbox is deleted even so");
 }
+
+#[tokio::test]
+async fn api_calls_give_up_after_the_request_timeout_and_rate_limits_are_pool_busy() {
+    let stalled = fakes::serve(Router::new().route(
+        "/sandboxes",
+        post(|| async {
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            "never"
+        }),
+    ))
+    .await;
+    let limited = fakes::serve(Router::new().route(
+        "/sandboxes",
+        post(|| async {
+            (
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                [("retry-after", "7")],
+                r#"{"code":429,"message":"Rate limit exceeded"}"#,
+            )
+        }),
+    ))
+    .await;
+    let started = std::time::Instant::now();
+
+    let timed_out = provider(
+        &stalled.url(),
+        &stalled.url(),
+        json!({ "request_timeout_secs": 1 }),
+    )
+    .create_instance(Language::Python)
+    .await
+    .unwrap_err();
+    let busy = provider(&limited.url(), &limited.url(), json!({}))
+        .create_instance(Language::Python)
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(timed_out, Error::Timeout(after) if after.as_secs() == 1),
+        "{timed_out}"
+    );
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    assert!(
+        matches!(busy, Error::PoolBusy { retry_after } if retry_after.as_secs() == 7),
+        "{busy}"
+    );
+}

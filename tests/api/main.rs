@@ -21,6 +21,7 @@ mod pages;
 mod ragflow_admin;
 mod ragflow_run;
 mod remote_gateway;
+mod remote_wrappers;
 mod sandbox_settings;
 mod scripted;
 mod self_managed_provider;
