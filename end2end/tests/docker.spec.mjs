@@ -34,15 +34,20 @@ test('an admin configures the docker provider, tests it, and runs code in a cont
   await page.getByLabel('Python image').fill('sandbox-runtime:no-such-tag');
   await page.getByTestId('test-connection').click();
   await expect(page.getByTestId('connection-report')).toContainText('"sandbox-runtime:no-such-tag" is not on the Docker host');
+  await expectInteractive(page, javaScriptEnabled);
   await page.getByTestId('close-report').click();
+  await expect(page.getByTestId('connection-report')).toHaveCount(0);
 
   await page.getByLabel('Python image').fill('sandbox-runtime:local');
   await page.getByLabel('Pool size per language').fill('1');
   await page.getByTestId('test-connection').click();
   await expect(page.getByTestId('connection-report')).toContainText('Connection test passed', { timeout: 30_000 });
+  await expectInteractive(page, javaScriptEnabled);
   await page.getByTestId('close-report').click();
+  await expect(page.getByTestId('connection-report')).toHaveCount(0);
 
-  // Closing the report goes back to the page with the stored values: set the pool again.
+  // With JavaScript off, closing the report goes back to the page with the stored values: set
+  // the pool again (hydrated, the dialog just closes and the form keeps what was typed).
   await expectInteractive(page, javaScriptEnabled);
   await page.getByLabel('Pool size per language').fill('1');
   await page.getByLabel('Make this the active provider').check();

@@ -62,7 +62,9 @@ for (const provider of providers) {
     await expect(page.getByTestId('connection-report')).toContainText('Connection test failed', { timeout: 30_000 });
     await expect(page.getByTestId('connection-message')).toContainText(provider.refused);
     await expect(page.getByTestId('connection-report')).not.toContainText(`wrong-${secret}`);
+    await expectInteractive(page, javaScriptEnabled);
     await page.getByTestId('close-report').click();
+    await expect(page.getByTestId('connection-report')).toHaveCount(0);
 
     await expectInteractive(page, javaScriptEnabled);
     await fill(secret);
@@ -70,7 +72,14 @@ for (const provider of providers) {
     await expect(page.getByTestId('connection-report')).toContainText('Connection test passed', { timeout: 60_000 });
     await expect(page.getByTestId('connection-report')).toContainText('sandbox-console test connection');
     await page.screenshot({ path: testInfo.outputPath(`${provider.kind}-${testInfo.project.name}.png`), fullPage: true });
+    await expectInteractive(page, javaScriptEnabled);
     await page.getByTestId('close-report').click();
+    await expect(page.getByTestId('connection-report')).toHaveCount(0);
+    if (javaScriptEnabled) {
+      // Hydrated, closing the report keeps what was typed (secrets excepted: never sent back).
+      const [key, value] = Object.entries(provider.fields)[0];
+      await expect(page.locator(`#field-${key}`)).toHaveValue(value);
+    }
 
     // Saved without making it active: the secret is kept (encrypted) and never shown again.
     await expectInteractive(page, javaScriptEnabled);

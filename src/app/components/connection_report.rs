@@ -2,9 +2,17 @@ use leptos::prelude::*;
 
 use crate::model::settings::ConnectionReport;
 
-/// The result of "Test connection", as a dialog over the page.
+/// The result of "Test connection", as a dialog over the page. "Close" is a link back to the
+/// page (JavaScript off); hydrated, it closes the dialog where it is, so the form keeps what
+/// the admin typed. `rel="external"` keeps the router's own click handling (which runs first,
+/// and re-rendered the page with the stored values, or did nothing on the page's own URL) out.
 #[component]
 pub fn ConnectionReportDialog(report: ConnectionReport, close_href: String) -> impl IntoView {
+    let (open, set_open) = signal(true);
+    let close = move |event: leptos::ev::MouseEvent| {
+        event.prevent_default();
+        set_open.set(false);
+    };
     let title = if report.passed {
         "Connection test passed"
     } else {
@@ -12,24 +20,26 @@ pub fn ConnectionReportDialog(report: ConnectionReport, close_href: String) -> i
     };
     let class = if report.passed { "passed" } else { "failed" };
     view! {
-        <div class="backdrop">
-            <dialog open class="modal" data-testid="connection-report" aria-labelledby="report-title">
-                <h2 id="report-title" class=class>{title}</h2>
-                <p data-testid="connection-message">{report.message.clone()}</p>
-                <dl class="facts">
-                    <dt>"Health check"</dt>
-                    <dd>{report.health.as_ref().map_or("not reached", |h| if h.healthy { "healthy" } else { "unhealthy" })}</dd>
-                    <dt>"Exit code"</dt>
-                    <dd>{report.exit_code.map_or("—".to_owned(), |c| c.to_string())}</dd>
-                    <dt>"Execution time"</dt>
-                    <dd>{report.execution_time_ms.map_or("—".to_owned(), |ms| format!("{ms} ms"))}</dd>
-                    <dt>"Latency"</dt>
-                    <dd>{format!("{} ms", report.latency_ms)}</dd>
-                </dl>
-                {(!report.stdout.is_empty()).then(|| view! { <h3>"stdout"</h3><pre class="output">{report.stdout.clone()}</pre> })}
-                {(!report.stderr.is_empty()).then(|| view! { <h3>"stderr"</h3><pre class="output error">{report.stderr.clone()}</pre> })}
-                <a class="button" href=close_href data-testid="close-report">"Close"</a>
-            </dialog>
-        </div>
+        <Show when=move || open.get()>
+            <div class="backdrop">
+                <dialog open class="modal" data-testid="connection-report" aria-labelledby="report-title">
+                    <h2 id="report-title" class=class>{title}</h2>
+                    <p data-testid="connection-message">{report.message.clone()}</p>
+                    <dl class="facts">
+                        <dt>"Health check"</dt>
+                        <dd>{report.health.as_ref().map_or("not reached", |h| if h.healthy { "healthy" } else { "unhealthy" })}</dd>
+                        <dt>"Exit code"</dt>
+                        <dd>{report.exit_code.map_or("—".to_owned(), |c| c.to_string())}</dd>
+                        <dt>"Execution time"</dt>
+                        <dd>{report.execution_time_ms.map_or("—".to_owned(), |ms| format!("{ms} ms"))}</dd>
+                        <dt>"Latency"</dt>
+                        <dd>{format!("{} ms", report.latency_ms)}</dd>
+                    </dl>
+                    {(!report.stdout.is_empty()).then(|| view! { <h3>"stdout"</h3><pre class="output">{report.stdout.clone()}</pre> })}
+                    {(!report.stderr.is_empty()).then(|| view! { <h3>"stderr"</h3><pre class="output error">{report.stderr.clone()}</pre> })}
+                    <a class="button" href=close_href.clone() rel="external" data-testid="close-report" on:click=close>"Close"</a>
+                </dialog>
+            </div>
+        </Show>
     }
 }
