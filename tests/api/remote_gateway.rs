@@ -121,7 +121,8 @@ async fn refused_credentials_and_an_unreachable_executor_answer_502_with_nothing
     let app = spawn_app().await;
     let admin = app.api_key("ops", &["admin"]).await;
     let agent = app.api_key("agent", &["execute"]).await;
-    let hello = json!({ "language": "python", "code": "print(1)" });
+    let hello =
+        json!({ "language": "python", "code": "def main():\n    print(1)\n    return 1\n" });
     let dead = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", listener.local_addr().unwrap())

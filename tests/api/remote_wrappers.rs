@@ -1,5 +1,6 @@
-//! The same code behaves the same on every remote provider (each against its fake): what the
-//! conformance suite does not cover of the main() wrappers.
+//! The same code behaves the same on the remote providers that run it through our wrappers
+//! (E2B and AgentRun, against their fakes) and on a sandbox-console reached through
+//! `self_managed`: what the conformance suite does not cover.
 
 use std::sync::Arc;
 
@@ -12,7 +13,10 @@ use sandbox_console::{
 };
 use serde_json::{json, Map, Value};
 
-use crate::fakes::{agentrun, e2b as e2b_fake, executor_manager};
+use crate::{
+    fakes::{agentrun, e2b as e2b_fake},
+    helpers::spawn_app,
+};
 
 async fn run(provider: &dyn SandboxProvider, language: Language, code: &str) -> ExecutionResult {
     let request = ExecRequest {
@@ -34,11 +38,12 @@ fn map(value: Value) -> Map<String, Value> {
 #[tokio::test]
 async fn plain_scripts_async_main_and_unusable_return_values_behave_alike_on_every_remote_provider()
 {
-    let executor = executor_manager::start(None).await;
+    let console = spawn_app().await;
+    let key = console.api_key("peer", &["execute"]).await;
     let e2b_service = e2b_fake::start().await;
     let agentrun_service = agentrun::start().await;
     let providers: Vec<(&str, Arc<dyn SandboxProvider>)> = vec![
-        ("self_managed", self_managed::build(&map(json!({ "endpoint": executor.url() }))).unwrap()),
+        ("self_managed", self_managed::build(&map(json!({ "endpoint": console.address, "api_token": key }))).unwrap()),
         ("e2b", e2b::build(&map(json!({ "api_key": e2b_fake::API_KEY, "api_url": e2b_service.url(), "sandbox_url": e2b_service.url() }))).unwrap()),
         ("aliyun", aliyun_codeinterpreter::build(&map(json!({
             "access_key_id": agentrun::ACCESS_KEY_ID, "access_key_secret": agentrun::SECRET,

@@ -44,14 +44,101 @@ async fn run(
     result
 }
 
+/// RAGFlow's executor runs `main()` itself, vets the code first and has its own time limit:
+/// the provider sends the user's code as it is, so these are RAGFlow's semantics, typed.
 #[tokio::test]
-async fn self_managed_passes_the_conformance_suite_against_the_executor_fake() {
+async fn ragflows_executor_semantics_come_back_typed() {
     let fake = executor_manager::start(Some("tok-123")).await;
+    fake.knobs.lock().unwrap().sandbox_timeout = Some(Duration::from_secs(2));
     let provider = provider(&fake.url(), json!({ "api_token": "tok-123" }));
+    let python = |code: &str| request(Language::Python, code, json!({}));
 
-    let failures = testkit::run_all(&provider).await;
+    let hello = run(
+        &provider,
+        &python("def main():\n    print('hello')\n    return 'world'\n"),
+    )
+    .await
+    .unwrap();
+    let arguments = run(
+        &provider,
+        &request(
+            Language::Python,
+            "def main(yes, no, nothing):\n    return [yes, no, nothing]\n",
+            json!({ "yes": true, "no": false, "nothing": null }),
+        ),
+    )
+    .await
+    .unwrap();
+    let asynchronous = run(&provider, &request(Language::Javascript, "async function main(args) { await new Promise(r => setTimeout(r, 20)); return { got: args.flag }; }", json!({ "flag": false }))).await.unwrap();
+    let failing = run(
+        &provider,
+        &python("def main():\n    raise RuntimeError('boom')\n"),
+    )
+    .await
+    .unwrap();
+    let unsafe_code = run(
+        &provider,
+        &python("import socket\ndef main():\n    return 1\n"),
+    )
+    .await
+    .unwrap();
+    let plain = run(&provider, &python("x = 6\nprint(x * 7)\n"))
+        .await
+        .unwrap();
+    let slow = run(
+        &provider,
+        &python("import time\ndef main():\n    time.sleep(60)\n"),
+    )
+    .await
+    .unwrap();
+    let hog = run(
+        &provider,
+        &python("def main():\n    n = 1024\n    return len(b'x' * (n ** 3))\n"),
+    )
+    .await
+    .unwrap();
+    let flood = run(&provider, &request(Language::Javascript, "const chunk = 'y'.repeat(1 << 20);\nfunction main() { for (let i = 0; i < 100; i++) process.stdout.write(chunk); return 1; }", json!({}))).await.unwrap();
 
-    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(
+        (hello.status, hello.stdout.as_str(), &hello.result.value),
+        (ExecStatus::Success, "hello\n", &json!("world"))
+    );
+    assert_eq!(arguments.result.value, json!([true, false, null]));
+    assert_eq!(asynchronous.result.value, json!({ "got": false }));
+    assert_eq!(failing.status, ExecStatus::ProgramError);
+    assert!(
+        failing.stderr.contains("RuntimeError: boom") && failing.stderr.contains("line 2"),
+        "{}",
+        failing.stderr
+    );
+    assert_eq!(
+        (unsafe_code.status, unsafe_code.exit_code),
+        (ExecStatus::ProgramError, Some(-999))
+    );
+    assert_eq!(unsafe_code.stderr, "Line 1: Import: socket");
+    assert_eq!(unsafe_code.metadata["detail"], "Code is unsafe");
+    assert_eq!(
+        plain.status,
+        ExecStatus::ProgramError,
+        "RAGFlow's runner imports main: {plain:?}"
+    );
+    assert!(
+        plain.stderr.contains("cannot import name 'main'"),
+        "{}",
+        plain.stderr
+    );
+    assert_eq!(
+        slow.status,
+        ExecStatus::Timeout,
+        "the executor's own time limit: {slow:?}"
+    );
+    assert_eq!(hog.status, ExecStatus::MemoryLimit, "{hog:?}");
+    assert_eq!(
+        flood.status,
+        ExecStatus::OutputLimit,
+        "RAGFlow has no output cap; ours holds"
+    );
+    assert!(flood.stdout.len() <= 1 << 20);
 }
 
 #[tokio::test]
@@ -68,31 +155,25 @@ async fn self_managed_passes_the_conformance_suite_against_a_sandbox_console() {
 }
 
 #[tokio::test]
-async fn the_run_request_carries_base64_code_the_language_arguments_and_the_token() {
+async fn the_run_request_carries_the_code_as_it_is_the_language_arguments_and_the_token() {
     let fake = executor_manager::start(Some("tok-123")).await;
     let provider = provider(&fake.url(), json!({ "api_token": "tok-123" }));
     let arguments = json!({ "name": "Ada", "flag": false, "nothing": null });
+    let python_code = "def main(name, flag, nothing):\n    return name\n";
+    let mut with_timeout = request(
+        Language::Javascript,
+        "function main(a) { return a.name; }",
+        arguments.clone(),
+    );
+    with_timeout.timeout_secs = Some(5);
 
     let python = run(
         &provider,
-        &request(
-            Language::Python,
-            "def main(name, flag, nothing):\n    return name\n",
-            arguments.clone(),
-        ),
+        &request(Language::Python, python_code, arguments.clone()),
     )
     .await
     .unwrap();
-    let javascript = run(
-        &provider,
-        &request(
-            Language::Javascript,
-            "function main(a) { return a.name; }",
-            arguments.clone(),
-        ),
-    )
-    .await
-    .unwrap();
+    let javascript = run(&provider, &with_timeout).await.unwrap();
 
     assert_eq!(python.result.value, json!("Ada"));
     assert_eq!(javascript.result.value, json!("Ada"));
@@ -102,20 +183,29 @@ async fn the_run_request_carries_base64_code_the_language_arguments_and_the_toke
         assert_eq!(recorded.header("content-type"), Some("application/json"));
         assert_eq!(recorded.header("authorization"), Some("Bearer tok-123"));
         assert_eq!(recorded.header("x-sandbox-token"), Some("tok-123"));
-        let body = recorded.json();
-        let keys: Vec<_> = body.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(keys, ["arguments", "code_b64", "language"]);
-        assert_eq!(body["language"], language);
-        assert_eq!(body["arguments"], arguments);
-        let program =
-            String::from_utf8(STANDARD.decode(body["code_b64"].as_str().unwrap()).unwrap())
-                .unwrap();
-        assert!(program.contains("main"), "{program}");
-        assert!(
-            !program.contains("Ada") && !program.contains("false"),
-            "arguments travel in `arguments`, never in source"
-        );
+        assert_eq!(recorded.json()["language"], language);
+        assert_eq!(recorded.json()["arguments"], arguments);
     }
+    let python_body = sent[0].json();
+    let keys: Vec<_> = python_body.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(
+        keys,
+        ["arguments", "code_b64", "language"],
+        "no timeout unless the run asks for one"
+    );
+    let code = STANDARD
+        .decode(python_body["code_b64"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(
+        code,
+        python_code.as_bytes(),
+        "the executor vets and runs the user's code itself"
+    );
+    assert_eq!(
+        sent[1].json()["timeout"],
+        5,
+        "a sandbox-console's /run honours it; RAGFlow ignores it"
+    );
 }
 
 #[tokio::test]

@@ -8,6 +8,11 @@
 //!   `args.json`), Node gets `module.exports = { main };` appended; the return value is
 //!   printed as `__RAGFLOW_RESULT__:` + base64 JSON `{present, value, type}` and stripped from
 //!   stdout; `./artifacts/` files come back as `{name, mime_type, size, content_b64}`;
+//! - `analyze_code_security` before every run, as at HEAD (`api/handlers.py`): Python code is
+//!   parsed and refused on a deny-list (imports of os, sys, socket, asyncio, …; calls of
+//!   exec, open, getattr, …; attributes of those modules; an operation on two constants; …),
+//!   JavaScript on `require('child_process'|'fs'|'worker_threads')`, `eval(`, `Function(`,
+//!   `process.binding(`; refused code → -999 `Code is unsafe`, `Line <n>: <issue>` lines;
 //! - outcomes: exit 124 (its `timeout` command) → -124 `Execution timeout`; killed (137) →
 //!   -137; stderr with `Permission denied` / `Operation not permitted` / `MemoryError` →
 //!   unauthorized_access / resource_limit_exceeded; other non-zero → program_error; stdout is
@@ -74,9 +79,77 @@ try {
 }
 "#;
 
+/// RAGFlow's `analyze_code_security`, as the research notes describe it (§3.6, with HEAD's
+/// additions): prints a JSON list of `[issue, line]` for the code on stdin. It only parses
+/// the code (Python) or matches it (JavaScript); nothing is run.
+const ANALYZER: &str = r#"import ast, json, re, sys
+IMPORTS = {"os", "subprocess", "sys", "shutil", "socket", "ctypes", "pickle", "threading",
+           "multiprocessing", "asyncio", "http.client", "ftplib", "telnetlib", "builtins"}
+CALLS = {"eval", "exec", "open", "__import__", "compile", "input", "system", "popen", "remove",
+         "rename", "rmdir", "chdir", "chmod", "chown", "getattr", "setattr", "globals", "locals"}
+JS = [(r"require\s*\(\s*['\"`](child_process|fs|worker_threads)['\"`]\s*\)", "Dangerous module require"),
+      (r"\beval\s*\(", "Call: eval"), (r"\bFunction\s*\(", "Call: Function"),
+      (r"process\.binding\s*\(", "Call: process.binding")]
+code, issues = sys.stdin.read(), []
+if sys.argv[1] == "nodejs":
+    for number, text in enumerate(code.splitlines(), 1):
+        issues += [[issue, number] for pattern, issue in JS if re.search(pattern, text)]
+    print(json.dumps(issues))
+    sys.exit()
+try:
+    tree = ast.parse(code)
+except SyntaxError as e:
+    tree, issues = None, [["Parsing Error: %s" % e, -1]]
+for node in ast.walk(tree) if tree else []:
+    line = getattr(node, "lineno", -1)
+    if isinstance(node, ast.Import):
+        issues += [["Import: " + a.name, line] for a in node.names if a.name.split(".")[0] in IMPORTS]
+    elif isinstance(node, ast.ImportFrom):
+        if node.module and node.module.split(".")[0] in IMPORTS:
+            issues.append(["From Import: " + node.module, line])
+    elif isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in CALLS:
+            issues.append(["Call: " + func.id, line])
+        elif (isinstance(func, ast.Attribute) and func.attr in CALLS and isinstance(func.value, ast.Name)
+              and func.value.id in ("builtins", "__builtins__")):
+            issues.append(["Call: " + func.attr, line])
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in IMPORTS:
+        issues.append(["Attribute Access: %s.%s" % (node.value.id, node.attr), line])
+    elif isinstance(node, ast.BinOp) and isinstance(node.left, ast.Constant) and isinstance(node.right, ast.Constant):
+        issues.append(["Possible unsafe string concatenation", line])
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in CALLS:
+        issues.append(["Function Definition: " + node.name, line])
+    elif isinstance(node, ast.Assign):
+        issues += [["Assignment to dangerous variable: " + t.id, line]
+                   for t in node.targets if isinstance(t, ast.Name) and t.id in CALLS]
+print(json.dumps(issues))
+"#;
+
+/// `analyze_code_security`: the issues that make code unsafe, `(issue, line)`.
+async fn analyze(code: &[u8], language: &str) -> Vec<(String, i64)> {
+    use tokio::io::AsyncWriteExt;
+    let mut child = tokio::process::Command::new("/usr/bin/python3.11")
+        .args(["-I", "-c", ANALYZER, language])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3.11 runs the analyzer");
+    let mut stdin = child.stdin.take().expect("a piped stdin");
+    stdin
+        .write_all(code)
+        .await
+        .expect("the analyzer reads its input");
+    drop(stdin);
+    let output = child.wait_with_output().await.expect("the analyzer ends");
+    serde_json::from_slice(&output.stdout).expect("the analyzer prints JSON")
+}
+
 /// How the fake misbehaves, set by a test.
 #[derive(Clone, Debug, Default)]
 pub struct Knobs {
+    /// The executor's `SANDBOX_TIMEOUT` (10 s when unset).
+    pub sandbox_timeout: Option<Duration>,
     /// The next this many `/run` requests are rate limited.
     pub rate_limit_next: u32,
     /// Rate limiting answers HTTP 429 (PR #18703) rather than 200 with -429 (before it).
@@ -240,7 +313,22 @@ async fn run_code(
         body["detail"] = json!("no_available_container");
         return Json(body).into_response();
     }
-    Json(execute(&fake.engine, language, code, arguments).await).into_response()
+    let language_name = match language {
+        Language::Python => "python",
+        Language::Javascript => "nodejs",
+    };
+    let issues = analyze(&code, language_name).await;
+    if !issues.is_empty() {
+        let lines: Vec<String> = issues
+            .iter()
+            .map(|(issue, line)| format!("Line {line}: {issue}"))
+            .collect();
+        let mut body = result("program_runner_error", "", &lines.join("\n"), -999);
+        body["detail"] = json!("Code is unsafe");
+        return Json(body).into_response();
+    }
+    let timeout = knobs.sandbox_timeout.unwrap_or(Duration::from_secs(10));
+    Json(execute(&fake.engine, language, code, arguments, timeout).await).into_response()
 }
 
 async fn execute(
@@ -248,6 +336,7 @@ async fn execute(
     language: Language,
     mut code: Vec<u8>,
     arguments: Value,
+    timeout: Duration,
 ) -> Value {
     let args = arguments.to_string().into_bytes();
     let (files, interpreter_args) = match language {
@@ -271,16 +360,7 @@ async fn execute(
             )
         }
     };
-    // The executor's SANDBOX_TIMEOUT default: 10 s.
-    let raw = match run(
-        engine,
-        language,
-        files,
-        interpreter_args,
-        Duration::from_secs(10),
-    )
-    .await
-    {
+    let raw = match run(engine, language, files, interpreter_args, timeout).await {
         Ok(raw) => raw,
         Err(Error::PoolBusy { .. }) => {
             let mut body = result("program_runner_error", "", "Container pool is busy", -10);

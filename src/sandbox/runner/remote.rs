@@ -1,13 +1,12 @@
-//! The main() protocol for providers whose sandboxes run elsewhere: the user's code travels
-//! inside a small wrapper program, with the arguments as base64 JSON (never pasted into
-//! source), so every provider runs the same code the same way (plain scripts, async `main`,
-//! `true/false/null` arguments, a JSON return value).
+//! The main() protocol for services that run a snippet in a long-lived interpreter (AgentRun,
+//! E2B) and do not call `main()` themselves: the user's code travels inside a small wrapper
+//! program, with the arguments as base64 JSON (never pasted into source), so such a service
+//! runs the same code the same way as the local provider (plain scripts, async `main`,
+//! `true/false/null` arguments, a JSON return value). The wrapper prints the result envelope
+//! after a random marker, with the artifacts; [`finish_snippet`] reads it back.
 //!
-//! - [`snippet`]: for services that run a snippet in a long-lived interpreter (AgentRun, E2B).
-//!   The wrapper prints the result envelope after a random marker, with the artifacts; read it
-//!   back with [`read_snippet`].
-//! - [`executor`]: for RAGFlow's executor manager, whose own runner calls `main(**arguments)`:
-//!   the wrapper is that `main`, and the executor's result envelope carries the return value.
+//! (RAGFlow's executor manager calls `main()` itself and vets the code it is sent; the
+//! `self_managed` provider sends the user's code as it is.)
 
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
 use rand::Rng;
@@ -24,8 +23,6 @@ use crate::model::execution::{
 
 const SNIPPET_PYTHON: &str = include_str!("snippet.py");
 const SNIPPET_JAVASCRIPT: &str = include_str!("snippet.js");
-const EXECUTOR_PYTHON: &str = include_str!("executor.py");
-const EXECUTOR_JAVASCRIPT: &str = include_str!("executor.js");
 const JOB_SLOT: &str = "__SANDBOX_JOB__";
 
 /// A snippet to send, and the marker its result line starts with.
@@ -65,17 +62,6 @@ pub fn snippet(
         code: template.replacen(JOB_SLOT, &BASE64.encode(job.to_string()), 1),
         marker,
     }
-}
-
-/// The wrapper program for RAGFlow's executor manager. `deadline_secs` ends the run with the
-/// executor's time-out exit code (124) when it passes.
-pub fn executor(request: &ExecRequest, deadline_secs: Option<u32>) -> String {
-    let job = json!({ "code": request.code, "deadline_secs": deadline_secs });
-    let template = match request.language {
-        Language::Python => EXECUTOR_PYTHON,
-        Language::Javascript => EXECUTOR_JAVASCRIPT,
-    };
-    template.replacen(JOB_SLOT, &BASE64.encode(job.to_string()), 1)
 }
 
 #[derive(Deserialize)]
@@ -275,19 +261,17 @@ mod tests {
         );
 
         let snippet = snippet(&request, Some(1 << 20), ArtifactLimits::default());
-        let executor = executor(&request, Some(3));
 
-        for program in [&snippet.code, &executor] {
-            assert!(!program.contains(JOB_SLOT), "the job slot is filled");
-            assert!(
-                !program.contains("true"),
-                "no JSON literal is pasted: {program}"
-            );
-            assert!(
-                !program.contains("def main(flag"),
-                "the user's code is not pasted"
-            );
-        }
+        assert!(!snippet.code.contains(JOB_SLOT), "the job slot is filled");
+        assert!(
+            !snippet.code.contains("\"flag\""),
+            "no argument is pasted: {}",
+            snippet.code
+        );
+        assert!(
+            !snippet.code.contains("def main(flag"),
+            "the user's code is not pasted"
+        );
         assert!(snippet.marker.starts_with("__SANDBOX_RESULT_"));
     }
 

@@ -43,6 +43,10 @@ pub struct RunRequest {
     /// Keyword arguments for `main()`.
     #[schema(value_type = Option<Object>)]
     arguments: Option<Map<String, Value>>,
+    /// Ours, not RAGFlow's (whose executor ignores it): the run's time limit in seconds,
+    /// 1..600, within the active provider's own. Sent by the `self_managed` provider.
+    #[schema(minimum = 1, maximum = 600)]
+    timeout: Option<u32>,
 }
 
 /// RAGFlow's `CodeExecutionResult`: every key is always present (unset ones are `null`).
@@ -291,11 +295,25 @@ fn parse(body: &[u8]) -> Result<ExecRequest, Unprocessable> {
             ))
         }
     };
+    let timeout_secs = match fields.remove("timeout") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|t| (1..=600).contains(&t)) => {
+            n.as_u64().map(|t| t as u32)
+        }
+        Some(other) => {
+            return Err(unprocessable(
+                "int_type",
+                "timeout",
+                "Input should be a whole number of seconds from 1 to 600",
+                Some(&other),
+            ))
+        }
+    };
     Ok(ExecRequest {
         language,
         code,
         arguments,
-        timeout_secs: None,
+        timeout_secs,
     })
 }
 
@@ -469,11 +487,21 @@ mod tests {
     }
 
     #[test]
+    fn an_optional_timeout_becomes_the_runs_time_limit() {
+        let with = parse(br#"{"code_b64": "cHJpbnQoMSk=", "timeout": 3}"#).unwrap();
+        let without = parse(br#"{"code_b64": "cHJpbnQoMSk="}"#).unwrap();
+
+        assert_eq!((with.timeout_secs, without.timeout_secs), (Some(3), None));
+    }
+
+    #[test]
     fn bad_bodies_get_fastapi_422s() {
         for body in [
             r#"{"code_b64": "not base64!!"}"#,
             r#"{"code_b64": "cHJpbnQoMSk=", "language": "javascript"}"#,
             r#"{"code_b64": "cHJpbnQoMSk=", "arguments": [1]}"#,
+            r#"{"code_b64": "cHJpbnQoMSk=", "timeout": 0}"#,
+            r#"{"code_b64": "cHJpbnQoMSk=", "timeout": "5"}"#,
             r#"{}"#,
             "{",
         ] {

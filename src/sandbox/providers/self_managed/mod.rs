@@ -1,7 +1,8 @@
 //! The `self_managed` provider: RAGFlow's executor manager (or another sandbox-console's
-//! `/run`) over HTTP. `POST {endpoint}/run` with `{code_b64, language, arguments}`, health from
-//! `GET {endpoint}/healthz`, an optional API token, retries with backoff on transport errors
-//! and rate limiting only. See README.md in this folder.
+//! `/run`) over HTTP. `POST {endpoint}/run` with `{code_b64, language, arguments}` and the
+//! user's code as it is (the executor runs `main()` itself and applies its own checks), health
+//! from `GET {endpoint}/healthz`, an optional API token, retries with backoff on transport
+//! errors and rate limiting only. See README.md in this folder.
 
 mod config;
 
@@ -24,7 +25,7 @@ use crate::{
     sandbox::{
         providers::http::{self, Body},
         registry::ProviderKind,
-        runner::{self, remote, ArtifactFile, ArtifactLimits},
+        runner::{self, ArtifactFile, ArtifactLimits},
         Error, Instance, SandboxProvider,
     },
 };
@@ -233,12 +234,7 @@ impl SelfManagedProvider {
 
     /// RAGFlow's result in our terms. Busy, refused and failed executors are errors; a program
     /// that failed or hit a limit is a result.
-    fn translate(
-        &self,
-        answer: RunAnswer,
-        elapsed: Duration,
-        deadline: Option<Duration>,
-    ) -> Result<ExecutionResult, Error> {
+    fn translate(&self, answer: RunAnswer, elapsed: Duration) -> Result<ExecutionResult, Error> {
         let code = answer.exit_code.unwrap_or(0) as i32;
         let detail = answer.detail.clone().unwrap_or_default();
         let mut stderr = answer.stderr.unwrap_or_default();
@@ -254,11 +250,6 @@ impl SelfManagedProvider {
                     _ => ExecStatus::ProgramError,
                 };
                 (status, (code >= 0).then_some(code))
-            }
-            // Exit code 124 past the run's deadline is the wrapper's watchdog: an executor
-            // that does not read 124 as a time-out (another sandbox-console) says program_error.
-            "program_error" if code == 124 && deadline.is_some_and(|d| elapsed >= d) => {
-                (ExecStatus::Timeout, None)
             }
             "program_error" | "unauthorized_access" | "runtime_error" => {
                 let signalled = answer.runtime_error_type.as_deref() == Some("signalled");
@@ -416,22 +407,22 @@ impl SandboxProvider for SelfManagedProvider {
         request: &ExecRequest,
     ) -> Result<ExecutionResult, Error> {
         instance.check_language(request)?;
-        let program = remote::executor(request, request.timeout_secs);
-        let body = json!({
-            "code_b64": BASE64.encode(program),
+        let mut body = json!({
+            "code_b64": BASE64.encode(&request.code),
             "language": match request.language {
                 Language::Python => "python",
                 Language::Javascript => "nodejs",
             },
             "arguments": request.arguments,
         });
+        // Not in RAGFlow's request model (pydantic ignores it; its executor's own time limit
+        // applies); a sandbox-console's /run honours it.
+        if let Some(timeout) = request.timeout_secs {
+            body["timeout"] = json!(timeout);
+        }
         let started = Instant::now();
         let mut result = match self.post_run(&body).await? {
-            Answer::Run(answer) => self.translate(
-                *answer,
-                started.elapsed(),
-                request.timeout_secs.map(|s| Duration::from_secs(s.into())),
-            )?,
+            Answer::Run(answer) => self.translate(*answer, started.elapsed())?,
             Answer::Oversized(limit) => ExecutionResult {
                 status: ExecStatus::OutputLimit,
                 stdout: String::new(),
