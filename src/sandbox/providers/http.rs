@@ -66,6 +66,15 @@ pub fn transport(what: &str, error: &reqwest::Error, timeout: Duration) -> Error
     }
 }
 
+/// A `Retry-After` header's delay, when it gives one in seconds.
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+        .map(Duration::from_secs)
+}
+
 /// At most the first 200 characters of a body, on one line: enough to recognise an answer.
 pub fn excerpt(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);

@@ -181,6 +181,12 @@ pub fn read_snippet(
     }
 }
 
+/// How long the wrapper's result line may be: every artifact it may carry, base64, and room
+/// for the rest of the envelope.
+pub fn result_room(limits: ArtifactLimits) -> usize {
+    limits.max_count * (limits.max_bytes as usize) / 3 * 4 + (1 << 20)
+}
+
 /// What a snippet service reported about one run.
 #[derive(Debug, Default)]
 pub struct SnippetOutput {

@@ -87,21 +87,24 @@ pub struct AliyunProvider {
     info: ProviderInfo,
 }
 
-/// An answer of AgentRun: its status and JSON body (`{code, requestId, message}` on errors).
+/// An answer of AgentRun: its status, body, and the body as JSON (`Null` when it is not
+/// JSON; `{code, requestId, message}` on errors), parsed once.
 struct Answer {
     status: StatusCode,
     body: Vec<u8>,
+    json: Value,
 }
 
 impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    fn new(status: StatusCode, body: Vec<u8>) -> Self {
+        let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        Answer { status, body, json }
     }
 
     fn field(&self, key: &str) -> String {
-        let body = self.json();
-        body.get(key)
-            .or_else(|| body.get("data").and_then(|d| d.get(key)))
+        self.json
+            .get(key)
+            .or_else(|| self.json.get("data").and_then(|d| d.get(key)))
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned()
@@ -109,7 +112,7 @@ impl Answer {
 
     /// The error for a failed call: refused credentials are `Unauthenticated`.
     fn error(&self, what: &str) -> Error {
-        let detail = if self.json().is_null() {
+        let detail = if self.json.is_null() {
             http::excerpt(&self.body)
         } else {
             format!("{}: {}", self.field("code"), self.field("message"))
@@ -299,10 +302,7 @@ impl AliyunProvider {
             .bytes()
             .await
             .map_err(|e| http::transport(what, &e, timeout))?;
-        Ok(Answer {
-            status,
-            body: body.to_vec(),
-        })
+        Ok(Answer::new(status, body.to_vec()))
     }
 
     /// The template's status, or `None` when it does not exist.
@@ -566,7 +566,7 @@ impl SandboxProvider for AliyunProvider {
             .map_err(|e| http::transport(&what, &e, waited))?;
         let status = response.status();
         let cap = self.config.max_output_bytes as usize;
-        let limit = 4 * cap + limits.max_count * limits.max_bytes as usize / 3 * 4 + MIB as usize;
+        let limit = 4 * cap + remote::result_room(limits);
         let bytes = match http::read_limited(response, limit).await {
             Ok(Body::Complete(bytes)) => Some(bytes),
             Ok(Body::Over) => None,
@@ -595,10 +595,7 @@ impl SandboxProvider for AliyunProvider {
                 metadata,
             ));
         };
-        let answer = Answer {
-            status,
-            body: bytes,
-        };
+        let answer = Answer::new(status, bytes);
         let timed_out = status == StatusCode::REQUEST_TIMEOUT
             || (!status.is_success()
                 && format!("{} {}", answer.field("code"), answer.field("message"))
@@ -611,7 +608,7 @@ impl SandboxProvider for AliyunProvider {
         if !status.is_success() {
             return Err(answer.error(&what));
         }
-        let Some((stdout, stderr, failed)) = read_results(&answer.json()) else {
+        let Some((stdout, stderr, failed)) = read_results(&answer.json) else {
             return Err(Error::Backend(format!(
                 "AgentRun's answer to {what} has no results: {}",
                 http::excerpt(&answer.body)

@@ -12,7 +12,7 @@ use std::{
 };
 
 use async_trait::async_trait;
-use reqwest::{header::HeaderMap, StatusCode};
+use reqwest::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Map};
 use url::Url;
@@ -162,7 +162,7 @@ impl E2bProvider {
                 )))
             }
             StatusCode::TOO_MANY_REQUESTS => Err(Error::PoolBusy {
-                retry_after: retry_after(&headers),
+                retry_after: http::retry_after(&headers).unwrap_or(Duration::from_secs(5)),
             }),
             _ => Err(Error::Backend(format!(
                 "E2B answered {what} with HTTP {}: {}",
@@ -206,14 +206,6 @@ impl E2bProvider {
         }
         self.answer(&what, response).await.map(drop)
     }
-}
-
-fn retry_after(headers: &HeaderMap) -> Duration {
-    headers
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok())
-        .map_or(Duration::from_secs(5), Duration::from_secs)
 }
 
 #[async_trait]

@@ -10,7 +10,7 @@ use crate::{
     model::execution::Artifact,
     sandbox::{
         providers::http,
-        runner::{self, ArtifactLimits},
+        runner::{self, remote, ArtifactLimits},
         Error,
     },
 };
@@ -161,7 +161,7 @@ pub async fn collect(
     cap: usize,
     limits: ArtifactLimits,
 ) -> Result<Collected, Error> {
-    let result_room = limits.max_count * (limits.max_bytes as usize) / 3 * 4 + (1 << 20);
+    let result_room = remote::result_room(limits);
     let mut reader = Reader {
         collected: Collected::default(),
         marker,

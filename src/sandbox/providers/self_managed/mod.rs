@@ -167,12 +167,7 @@ impl SelfManagedProvider {
                 }
             };
             let status = response.status();
-            let retry_after = response
-                .headers()
-                .get(header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(|secs| Duration::from_secs(secs).min(MAX_BACKOFF));
+            let retry_after = http::retry_after(response.headers()).map(|d| d.min(MAX_BACKOFF));
             let rate_limited = |retry_after: Option<Duration>| Error::PoolBusy {
                 retry_after: retry_after.unwrap_or(Duration::from_secs(1)),
             };
