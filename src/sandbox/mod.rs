@@ -12,4 +12,4 @@ pub mod runner;
 pub mod testkit;
 
 pub use error::Error;
-pub use provider::{timeout_secs, Instance, SandboxProvider};
+pub use provider::{run_once, timeout_secs, Instance, SandboxProvider};

@@ -40,6 +40,22 @@ pub fn timeout_secs(request: &ExecRequest, limit: u32) -> u32 {
     request.timeout_secs.unwrap_or(limit).clamp(1, limit)
 }
 
+/// One run in a fresh instance: create it, execute `request`, destroy it (also after a failed
+/// run). Returns the run's outcome and, apart from it, whether the instance was destroyed, so
+/// each caller decides what a failed clean-up means.
+pub async fn run_once(
+    provider: &dyn SandboxProvider,
+    request: &ExecRequest,
+) -> (Result<ExecutionResult, Error>, Result<(), Error>) {
+    let instance = match provider.create_instance(request.language).await {
+        Ok(instance) => instance,
+        Err(error) => return (Err(error), Ok(())),
+    };
+    let result = provider.execute(&instance, request).await;
+    let destroyed = provider.destroy_instance(instance).await;
+    (result, destroyed)
+}
+
 #[async_trait]
 pub trait SandboxProvider: Debug + Send + Sync + 'static {
     fn info(&self) -> &ProviderInfo;

@@ -198,19 +198,13 @@ pub async fn run_all(provider: &dyn SandboxProvider) -> Vec<String> {
             arguments: case.arguments.as_object().cloned().unwrap_or_default(),
             timeout_secs: case.timeout_secs,
         };
-        let outcome = match provider.create_instance(case.language).await {
-            Ok(instance) => {
-                let result = provider.execute(&instance, &request).await;
-                if let Err(error) = provider.destroy_instance(instance).await {
-                    failures.push(format!(
-                        "{}: destroying the instance failed: {error}",
-                        case.name
-                    ));
-                }
-                result
-            }
-            Err(error) => Err(error),
-        };
+        let (outcome, destroyed) = crate::sandbox::run_once(provider, &request).await;
+        if let Err(error) = destroyed {
+            failures.push(format!(
+                "{}: destroying the instance failed: {error}",
+                case.name
+            ));
+        }
         match outcome {
             Ok(result) => {
                 if let Err(why) = (case.check)(&result) {

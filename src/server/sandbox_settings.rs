@@ -698,9 +698,8 @@ async fn run_once(
     provider: &dyn SandboxProvider,
     request: &ExecRequest,
 ) -> Result<ExecutionResult, SandboxError> {
-    let instance = provider.create_instance(request.language).await?;
-    let result = provider.execute(&instance, request).await;
-    if let Err(error) = provider.destroy_instance(instance).await {
+    let (result, destroyed) = crate::sandbox::run_once(provider, request).await;
+    if let Err(error) = destroyed {
         tracing::warn!(%error, "could not destroy a sandbox instance");
     }
     result

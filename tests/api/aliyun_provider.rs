@@ -44,10 +44,7 @@ async fn run(
         arguments: arguments.as_object().cloned().unwrap_or_default(),
         timeout_secs: None,
     };
-    let instance = provider.create_instance(language).await?;
-    let result = provider.execute(&instance, &request).await;
-    provider.destroy_instance(instance).await?;
-    result
+    crate::helpers::run_once(provider, &request).await
 }
 
 #[tokio::test]

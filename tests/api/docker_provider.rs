@@ -65,16 +65,13 @@ async fn try_run(
     language: Language,
     code: &str,
 ) -> Result<ExecutionResult, Error> {
-    let instance = provider.create_instance(language).await?;
     let request = ExecRequest {
         language,
         code: code.into(),
         arguments: Map::new(),
         timeout_secs: None,
     };
-    let result = provider.execute(&instance, &request).await;
-    provider.destroy_instance(instance).await?;
-    result
+    crate::helpers::run_once(provider, &request).await
 }
 
 /// Containers carrying a pool's label, running or not.

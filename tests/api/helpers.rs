@@ -228,3 +228,13 @@ impl TestApp {
         request.send().await.expect("GET")
     }
 }
+
+/// One run in a fresh instance of `provider`; a failed clean-up fails the run too.
+pub async fn run_once(
+    provider: &dyn sandbox_console::sandbox::SandboxProvider,
+    request: &sandbox_console::model::execution::ExecRequest,
+) -> Result<sandbox_console::model::execution::ExecutionResult, sandbox_console::sandbox::Error> {
+    let (result, destroyed) = sandbox_console::sandbox::run_once(provider, request).await;
+    destroyed?;
+    result
+}

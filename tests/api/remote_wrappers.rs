@@ -25,10 +25,7 @@ async fn run(provider: &dyn SandboxProvider, language: Language, code: &str) -> 
         arguments: Map::new(),
         timeout_secs: None,
     };
-    let instance = provider.create_instance(language).await.unwrap();
-    let result = provider.execute(&instance, &request).await.unwrap();
-    provider.destroy_instance(instance).await.unwrap();
-    result
+    crate::helpers::run_once(provider, &request).await.unwrap()
 }
 
 fn map(value: Value) -> Map<String, Value> {

@@ -14,7 +14,10 @@ use sandbox_console::{
 };
 use serde_json::{json, Map, Value};
 
-use crate::{fakes::executor_manager, helpers::spawn_app};
+use crate::{
+    fakes::executor_manager,
+    helpers::{run_once as run, spawn_app},
+};
 
 fn provider(endpoint: &str, extra: Value) -> SelfManagedProvider {
     let mut config = json!({ "endpoint": endpoint, "timeout": 30, "max_retries": 3 });
@@ -32,16 +35,6 @@ fn request(language: Language, code: &str, arguments: Value) -> ExecRequest {
         arguments: arguments.as_object().cloned().unwrap_or_default(),
         timeout_secs: None,
     }
-}
-
-async fn run(
-    provider: &SelfManagedProvider,
-    request: &ExecRequest,
-) -> Result<sandbox_console::model::execution::ExecutionResult, Error> {
-    let instance = provider.create_instance(request.language).await?;
-    let result = provider.execute(&instance, request).await;
-    provider.destroy_instance(instance).await?;
-    result
 }
 
 /// RAGFlow's executor runs `main()` itself, vets the code first and has its own time limit:

@@ -39,7 +39,7 @@ use sandbox_console::{
 };
 use serde_json::{json, Value};
 
-use super::{engine, file, id, run, serve, Served};
+use super::{engine, id, kernel_cell, run, serve, Served};
 
 pub const ACCESS_KEY_ID: &str = "LTAI5tFAKEKEY0000";
 pub const SECRET: &str = "fake-secret-0123456789";
@@ -517,13 +517,7 @@ async fn execute(
             )
         }
     };
-    let (files, args) = match language {
-        Language::Python => (vec![file("cell.py", code)], vec!["-B", "cell.py"]),
-        Language::Javascript => (
-            vec![file("cell.js", format!("(async () => {{\n{code}\n}})().catch((e) => {{ console.error(e && e.stack ? e.stack : String(e)); process.exitCode = 1; }});\n"))],
-            vec!["cell.js"],
-        ),
-    };
+    let (files, args) = kernel_cell(language, code);
     let raw = match run(
         &fake.engine,
         language,

@@ -33,7 +33,7 @@ use sandbox_console::{model::execution::Language, sandbox::providers::local::Loc
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::{engine, file, id, run, serve, Served};
+use super::{engine, file, id, kernel_cell, run, serve, Served};
 
 pub const API_KEY: &str = "e2b_0123456789abcdef0123456789abcdef01234567";
 pub const TEMPLATE: &str = "code-interpreter-v1";
@@ -322,22 +322,10 @@ async fn execute(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> R
 
 /// Runs one cell and returns the events the kernel would have sent.
 async fn cell(engine: &LocalProvider, language: Language, code: String) -> Vec<Value> {
-    let (files, args) = match language {
-        Language::Python => (
-            vec![
-                file("cell.py", code),
-                file("IPython.py", IPYTHON),
-            ],
-            vec!["-B", "cell.py"],
-        ),
-        Language::Javascript => (
-            vec![file(
-                "cell.js",
-                format!("(async () => {{\n{code}\n}})().catch((e) => {{ console.error(e && e.stack ? e.stack : String(e)); process.exitCode = 1; }});\n"),
-            )],
-            vec!["cell.js"],
-        ),
-    };
+    let (mut files, args) = kernel_cell(language, code);
+    if language == Language::Python {
+        files.push(file("IPython.py", IPYTHON));
+    }
     let raw = match run(engine, language, files, args, Duration::from_secs(5)).await {
         Ok(raw) => raw,
         Err(error) => {

@@ -135,6 +135,22 @@ pub async fn run(
     engine.run_program(language, files, args, timeout).await
 }
 
+/// A kernel's cell as a program for the engine, with the interpreter's arguments: Python as a
+/// script (its folder importable), JavaScript as the body of an async function, so a cell may
+/// `await` at the top level as in a kernel (the way Node's REPL does it).
+pub fn kernel_cell(language: Language, code: String) -> (Vec<WorkspaceFile>, Vec<&'static str>) {
+    match language {
+        Language::Python => (vec![file("cell.py", code)], vec!["-B", "cell.py"]),
+        Language::Javascript => (
+            vec![file(
+                "cell.js",
+                format!("(async () => {{\n{code}\n}})().catch((e) => {{ console.error(e && e.stack ? e.stack : String(e)); process.exitCode = 1; }});\n"),
+            )],
+            vec!["cell.js"],
+        ),
+    }
+}
+
 pub fn file(name: &'static str, contents: impl Into<Vec<u8>>) -> WorkspaceFile {
     WorkspaceFile {
         name,

@@ -91,16 +91,16 @@ struct SentArtifact {
 /// A snippet's run read back: the protocol's outcome, the name of the exception that ended
 /// it (if any), and the artifacts under the usual rules.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SnippetRun {
-    pub outcome: Outcome,
-    pub exception: Option<String>,
-    pub artifacts: Vec<Artifact>,
-    pub skipped_artifacts: Vec<String>,
+struct SnippetRun {
+    outcome: Outcome,
+    exception: Option<String>,
+    artifacts: Vec<Artifact>,
+    skipped_artifacts: Vec<String>,
 }
 
 /// Reads what a snippet printed. `failed` says the service itself reported an error for the
 /// run (an exception outside the wrapper, a dead interpreter).
-pub fn read_snippet(
+fn read_snippet(
     snippet: &Snippet,
     stdout: &str,
     failed: bool,
