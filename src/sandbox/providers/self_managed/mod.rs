@@ -68,7 +68,6 @@ pub struct SelfManagedProvider {
     config: SelfManagedConfig,
     endpoint: Url,
     client: reqwest::Client,
-    health_client: reqwest::Client,
     info: ProviderInfo,
 }
 
@@ -116,7 +115,6 @@ impl SelfManagedProvider {
             .map_err(|message| Error::field("endpoint", message))?;
         Ok(SelfManagedProvider {
             client: http::client(Duration::from_secs(config.timeout.into()))?,
-            health_client: http::client(HEALTH_TIMEOUT)?,
             endpoint,
             config,
             info: info(),
@@ -351,7 +349,7 @@ impl SandboxProvider for SelfManagedProvider {
         let mut details = Map::new();
         details.insert("endpoint".into(), json!(self.endpoint.as_str()));
         let started = Instant::now();
-        let (healthy, message) = match self.health_client.get(&url).send().await {
+        let (healthy, message) = match self.client.get(&url).timeout(HEALTH_TIMEOUT).send().await {
             Ok(response) if response.status().is_success() => (
                 true,
                 format!("The executor at {} answers /healthz.", self.endpoint),
