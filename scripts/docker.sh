@@ -14,6 +14,8 @@ cd "$(dirname "$0")/.."
 log() { printf '\033[1mdocker:\033[0m %s\n' "$*"; }
 state=${SANDBOX_DOCKER_STATE:-/tmp/sandbox-console-dockerd}
 image=${SANDBOX_RUNTIME_IMAGE:-sandbox-runtime:local}
+# Bumped when build_image changes, so `up` rebuilds an image an older checkout made.
+image_version=2
 daemon_json=/etc/docker/daemon.json
 
 install_packages() {
@@ -75,7 +77,9 @@ build_image() {
   local dir; dir=$(mktemp -d)
   mkdir -p "$dir"/usr/{bin,lib,lib64,sbin} "$dir"/{tmp,etc,workspace}
   for d in bin lib lib64 sbin; do ln -s usr/$d "$dir/$d"; done
-  local bins="/usr/bin/python3 /usr/bin/python3.11 /usr/bin/node /usr/bin/sh /usr/bin/dash /usr/bin/sleep /usr/bin/rm"
+  # ipcrm lets the reuse-mode wipe remove System V IPC objects (without it such a container
+  # is replaced instead).
+  local bins="/usr/bin/python3 /usr/bin/python3.11 /usr/bin/node /usr/bin/sh /usr/bin/dash /usr/bin/sleep /usr/bin/rm /usr/bin/ipcrm"
   libs() { ldd "$@" 2>/dev/null | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | sort -u; }
   # shellcheck disable=SC2046,SC2086
   local list; list=$(for f in $bins $(libs $bins /usr/lib/python3.11/lib-dynload/*.so); do
@@ -89,7 +93,8 @@ build_image() {
   printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$dir/etc/passwd"
   printf 'root:x:0:\nnogroup:x:65534:\n' >"$dir/etc/group"
   chmod 1777 "$dir/tmp" "$dir/workspace"
-  tar -C "$dir" -c . | docker import -c 'WORKDIR /workspace' -c 'USER 65534:65534' - "$image" >/dev/null
+  tar -C "$dir" -c . | docker import -c 'WORKDIR /workspace' -c 'USER 65534:65534' \
+    -c "LABEL sandbox-console.image-version=$image_version" - "$image" >/dev/null
   rm -rf "$dir"
   log "built $image"
 }
@@ -99,7 +104,8 @@ case "${1:-}" in
     install_packages
     register_runsc >/dev/null
     start_dockerd
-    docker image inspect "$image" >/dev/null 2>&1 || build_image
+    have=$(docker image inspect -f '{{index .Config.Labels "sandbox-console.image-version"}}' "$image" 2>/dev/null || true)
+    [ "$have" = "$image_version" ] || build_image
     docker run --rm --network none --init "$image" python3 -c 'print("py ok")' >/dev/null
     docker run --rm --network none --init --runtime runsc "$image" node -e 'console.log("node ok")' >/dev/null
     log "ready: dockerd $(docker version --format '{{.Server.Version}}'), runtimes runc and runsc, image $image"

@@ -293,54 +293,124 @@ async fn hostile_programs_get_typed_statuses_and_nothing_escapes() {
     }
 }
 
+/// Run A of the cross-run test: leaves something in every place a run can write to or keep
+/// alive in a container — files in the workspace, /tmp, /dev/shm and /dev/mqueue, System V
+/// shared memory (with data), a semaphore set and a message queue, an abstract unix socket
+/// held by a detached process, and a timer (a detached process that writes a file later).
+const PLANT: &str = r#"
+import ctypes, os, socket, subprocess
+def main():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    for place in ['/workspace', '/tmp', '/dev/shm']:
+        open(place + '/left.txt', 'w').write('secret-from-run-A')
+    if os.path.isdir('/dev/mqueue'):
+        open('/dev/mqueue/leak', 'w').close()
+    shmid = libc.shmget(0x4242, 4096, 0o1000 | 0o600)
+    ctypes.memmove(libc.shmat(shmid, None, 0), b'sysv-secret-A', 13)
+    private = libc.shmget(0, 4096, 0o1000 | 0o600)
+    semid = libc.semget(0x4243, 1, 0o1000 | 0o600)
+    msgid = libc.msgget(0x4244, 0o1000 | 0o600)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind('\0leak-A')
+    listener.listen()
+    subprocess.Popen(['sleep', '300'], start_new_session=True, pass_fds=[listener.fileno()])
+    subprocess.Popen(['sh', '-c', 'sleep 1; echo late > /tmp/late.txt'], start_new_session=True)
+    return {'shm': shmid, 'private': private, 'sem': semid, 'msg': msgid,
+            'container': os.uname().nodename}
+"#;
+
+/// Run B: reports whatever of run A it can still find.
+const LOOK: &str = r#"
+import ctypes, os, socket, time
+def main():
+    time.sleep(1.5)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    # This run's own files (its code, the runner) are in /workspace too: look for A's.
+    files = []
+    for place in ['/workspace', '/tmp', '/dev/shm', '/dev/mqueue']:
+        if os.path.isdir(place):
+            files += [place + '/' + name for name in os.listdir(place)
+                      if name in ('left.txt', 'late.txt', 'leak')]
+    shmid = libc.shmget(0x4242, 0, 0)
+    shm = ctypes.string_at(libc.shmat(shmid, None, 0), 13).decode() if shmid >= 0 else None
+    sysvipc = {}
+    for kind in ['shm', 'sem', 'msg']:
+        try:
+            sysvipc[kind] = len(open('/proc/sysvipc/' + kind).read().splitlines()) - 1
+        except OSError:
+            pass
+    try:
+        probe = socket.socket(socket.AF_UNIX)
+        probe.connect('\0leak-A')
+        abstract = 'connected'
+    except OSError as e:
+        abstract = e.__class__.__name__
+    procs = [open('/proc/%s/cmdline' % p).read() for p in os.listdir('/proc') if p.isdigit()]
+    return {'files': sorted(files), 'shm': shm, 'sem': libc.semget(0x4243, 0, 0),
+            'msg': libc.msgget(0x4244, 0, 0), 'sysvipc': sysvipc, 'abstract': abstract,
+            'sleepers': [p for p in procs if p.startswith('sleep\x00300') or 'late.txt' in p]}
+"#;
+
 #[tokio::test]
 async fn a_run_never_sees_what_an_earlier_run_left_strict_or_reused() {
-    for (runtime, fresh) in [("runc", true), ("runc", false), ("runsc", false)] {
+    for (runtime, fresh) in [
+        ("runc", true),
+        ("runsc", true),
+        ("runc", false),
+        ("runsc", false),
+    ] {
         let provider = provider(
             runtime,
             json!({ "pool_size": 1, "fresh_container_per_run": fresh }),
         );
-        let plant = "import os, subprocess\ndef main():\n    open('/workspace/left.txt', 'w').write('a')\n    open('/tmp/left.txt', 'w').write('a')\n    subprocess.Popen(['sleep', '300'], start_new_session=True)\n    return os.uname().nodename\n";
-        let look = "import os\ndef main():\n    procs = [open('/proc/%s/cmdline' % p).read() for p in os.listdir('/proc') if p.isdigit()]\n    return {'files': sorted(os.listdir('/workspace')) + sorted(os.listdir('/tmp')), 'sleepers': [p for p in procs if p.startswith('sleep\\x00300')]}\n";
 
-        let planted = run(&provider, Language::Python, plant).await;
+        let planted = run(&provider, Language::Python, PLANT).await;
         let first = planted.metadata["container"].clone();
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let seen = run(&provider, Language::Python, look).await;
+        let seen = run(&provider, Language::Python, LOOK).await;
         provider.shutdown().await;
 
+        let case = format!("{runtime}, fresh={fresh}");
         assert_eq!(
             planted.status,
             ExecStatus::Success,
-            "{runtime}: {}",
+            "{case}: {}",
             planted.stderr
         );
-        assert_eq!(
-            seen.status,
-            ExecStatus::Success,
-            "{runtime}: {}",
-            seen.stderr
-        );
-        let files = seen.result.value["files"].as_array().unwrap();
-        assert!(
-            !files.contains(&json!("left.txt")),
-            "{runtime}, fresh={fresh}: {files:?}"
-        );
-        assert_eq!(
-            seen.result.value["sleepers"],
-            json!([]),
-            "{runtime}, fresh={fresh}"
-        );
-        if fresh {
-            assert_ne!(
-                seen.metadata["container"], first,
-                "strict mode never reuses"
+        for object in ["shm", "private", "sem", "msg"] {
+            assert!(
+                planted.result.value[object].as_i64().unwrap() >= 0,
+                "{case}: run A made its {object}: {}",
+                planted.result.value
             );
-        } else {
-            assert_eq!(
+        }
+        assert_eq!(seen.status, ExecStatus::Success, "{case}: {}", seen.stderr);
+        let found = &seen.result.value;
+        assert_eq!(found["files"], json!([]), "{case}: files of run A");
+        assert_eq!(found["shm"], Value::Null, "{case}: System V shared memory");
+        assert_eq!(found["sem"], json!(-1), "{case}: System V semaphores");
+        assert_eq!(found["msg"], json!(-1), "{case}: System V message queue");
+        for (kind, count) in found["sysvipc"].as_object().unwrap() {
+            assert_eq!(count, &json!(0), "{case}: /proc/sysvipc/{kind}");
+        }
+        assert_ne!(found["abstract"], "connected", "{case}: abstract socket");
+        assert_eq!(found["sleepers"], json!([]), "{case}: processes of run A");
+        match (fresh, runtime) {
+            (true, _) => assert_ne!(
                 seen.metadata["container"], first,
-                "reuse mode reuses after the wipe"
-            );
+                "{case}: strict never reuses"
+            ),
+            (false, "runc") => assert_eq!(
+                seen.metadata["container"], first,
+                "{case}: reuse mode reuses after a verified wipe"
+            ),
+            (false, _) => assert_ne!(
+                seen.metadata["container"], first,
+                "{case}: gVisor has no /proc/sysvipc, so the wipe cannot be verified and the \
+                 container is replaced"
+            ),
         }
         settle(&pool_id(&provider), 0).await;
     }

@@ -90,6 +90,7 @@ pub fn schema() -> ConfigSchema {
                 .placeholder("unix:///var/run/docker.sock")
                 .default_value(json!(d.docker_host))
                 .group(FieldGroup::Deployment)
+                .destination()
                 .required(),
             FieldSpec::new("python_image", FieldKind::String, "Python image")
                 .describe(
@@ -125,8 +126,11 @@ pub fn schema() -> ConfigSchema {
             )
             .describe(
                 "Yes (strict): a container runs one program and is thrown away; a new one is \
-                 warmed in the background. No: containers are wiped (processes killed, \
-                 workspace and /tmp emptied) and reused.",
+                 warmed in the background. No: containers are wiped (processes killed; \
+                 workspace, /tmp, /dev/shm and message queues emptied; System V IPC removed) \
+                 and reused only when the wipe can prove nothing is left. Under gVisor it \
+                 cannot prove System V IPC gone, so containers are replaced there as in strict \
+                 mode.",
             )
             .default_value(json!(d.fresh_container_per_run)),
             fields::timeout_secs(d.timeout_secs, "the container"),

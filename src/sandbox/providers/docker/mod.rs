@@ -306,6 +306,16 @@ impl DockerProvider {
             ("runtime".to_owned(), json!(config.runtime)),
             ("runtime_path".to_owned(), json!(runtime_path)),
             ("gvisor".to_owned(), json!(gvisor)),
+            // What a run's container becomes afterwards: reuse needs a wipe that can be
+            // verified, which gVisor (no /proc/sysvipc) does not allow.
+            (
+                "after_each_run".to_owned(),
+                json!(match (config.fresh_container_per_run, gvisor) {
+                    (true, _) => "replaced (strict)",
+                    (false, false) => "wiped and reused when verified clean",
+                    (false, true) => "replaced: under gVisor the wipe cannot verify System V IPC",
+                }),
+            ),
             ("images".to_owned(), json!(images)),
         ]))
     }
