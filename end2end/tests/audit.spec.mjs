@@ -1,9 +1,9 @@
-// The settings audit end to end, hydrated ("js") and with JavaScript off ("nojs"): a save on
+// The audit end to end, hydrated ("js") and with JavaScript off ("nojs"): a save on
 // the sandbox page shows up at the top of the audit with the changed key, never its value.
 import { test, expect } from '@playwright/test';
 import { expectInteractive, signIn } from './helpers.mjs';
 
-test('a saved change appears in the settings audit', async ({ page, javaScriptEnabled }, testInfo) => {
+test('a saved change appears in the audit', async ({ page, javaScriptEnabled }, testInfo) => {
   await page.goto('/login');
   await signIn(page);
   await page.getByRole('link', { name: 'Sandbox settings' }).click();
@@ -12,7 +12,7 @@ test('a saved change appears in the settings audit', async ({ page, javaScriptEn
   await page.getByTestId('save').click();
   await expect(page.getByTestId('save-notice')).toContainText('Saved (version');
 
-  await page.getByRole('link', { name: 'Settings audit' }).click();
+  await page.getByRole('link', { name: 'Audit', exact: true }).click();
   await expect(page).toHaveURL(/\/admin\/audit$/);
   await expectInteractive(page, javaScriptEnabled);
   const newest = page.getByTestId('audit-row').first();

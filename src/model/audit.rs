@@ -1,5 +1,6 @@
-//! The settings audit as the console shows it: who changed which keys of which setting, when.
-//! Values never appear, only key names, so secrets cannot leak through it.
+//! The audit as the console shows it: who changed which keys of which setting, who tested a
+//! connection to where, who signed in from where, and when. Setting values never appear, only
+//! key names, so secrets cannot leak through it.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,15 +10,70 @@ pub struct AuditEntry {
     pub actor: String,
     pub setting: String,
     pub provider: Option<String>,
-    /// `save` or `activate`.
+    /// `save`, `activate`, `test_connection`, `sign_in` or `sign_in_failed`.
     pub action: String,
     pub changed_keys: Vec<String>,
+    /// What else the event records, in order: a test's `destination` and `outcome`, a
+    /// sign-in's `address`.
+    #[serde(default)]
+    pub detail: Vec<(String, String)>,
     pub created_at: String,
+}
+
+/// Which events a view of the audit shows: changes to settings (the default), connection
+/// tests, or sign-ins. Three streams, so sign-ins never bury who changed what.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditView {
+    #[default]
+    Changes,
+    Tests,
+    SignIns,
+}
+
+impl AuditView {
+    pub const ALL: [AuditView; 3] = [AuditView::Changes, AuditView::Tests, AuditView::SignIns];
+
+    /// The `actions` an entry of this view has.
+    pub fn actions(self) -> &'static [&'static str] {
+        match self {
+            AuditView::Changes => &["save", "activate"],
+            AuditView::Tests => &["test_connection"],
+            AuditView::SignIns => &["sign_in", "sign_in_failed"],
+        }
+    }
+
+    /// As in the page's query string (`?view=`).
+    pub fn id(self) -> &'static str {
+        match self {
+            AuditView::Changes => "changes",
+            AuditView::Tests => "tests",
+            AuditView::SignIns => "sign_ins",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            AuditView::Changes => "Settings changes",
+            AuditView::Tests => "Connection tests",
+            AuditView::SignIns => "Sign-ins",
+        }
+    }
+
+    /// The view a query-string value names; anything else is the default.
+    pub fn from_id(id: &str) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|v| v.id() == id)
+            .unwrap_or_default()
+    }
 }
 
 /// One page of the audit, newest first.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AuditPage {
+    #[serde(default)]
+    pub view: AuditView,
     pub entries: Vec<AuditEntry>,
     /// 1-based.
     pub page: u32,

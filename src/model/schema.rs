@@ -70,6 +70,15 @@ pub struct FieldSpec {
     /// generic `SANDBOX_<KIND>_<KEY>`), e.g. `AGENTRUN_ACCESS_KEY_ID`.
     #[serde(default)]
     pub env: Option<String>,
+    /// Other names this setting is accepted under: RAGFlow's key for the same setting (its
+    /// `local` provider's `timeout` is our `timeout_secs`), so a RAGFlow-made config applies
+    /// as meant.
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// This field decides where the provider's secrets are sent (an endpoint, a region, a
+    /// host). A stored secret is reused only while every such field keeps its stored value.
+    #[serde(default)]
+    pub destination: bool,
 }
 
 impl FieldSpec {
@@ -86,6 +95,28 @@ impl FieldSpec {
             readonly: false,
             group: FieldGroup::Runtime,
             env: None,
+            aliases: Vec::new(),
+            destination: false,
+        }
+    }
+
+    pub fn alias(mut self, name: &str) -> Self {
+        self.aliases.push(name.into());
+        self
+    }
+
+    /// Marks the field as one that decides where secrets go (see `destination`).
+    pub fn destination(mut self) -> Self {
+        self.destination = true;
+        self
+    }
+
+    /// The field's value as `normalize` would store it: checked, trimmed, or its default
+    /// when blank; `None` when it is invalid or has no value.
+    pub fn normalized(&self, raw: Option<&Value>) -> Option<Value> {
+        match raw.filter(|v| !self.readonly && !is_blank(v)) {
+            Some(value) => check(self, value).ok(),
+            None => self.default.clone(),
         }
     }
 
@@ -94,12 +125,19 @@ impl FieldSpec {
         self
     }
 
-    /// The environment variables `configure --from-env` reads this field from, in order.
+    /// The environment variables `configure --from-env` reads this field from: the
+    /// provider's own (`AGENTRUN_…`), then `SANDBOX_<KIND>_<KEY>`, then the same for each alias.
     pub fn env_names(&self, provider_kind: &str) -> Vec<String> {
-        let generic = format!("SANDBOX_{provider_kind}_{}", self.key)
-            .to_ascii_uppercase()
-            .replace(['-', '.'], "_");
-        self.env.iter().cloned().chain([generic]).collect()
+        let prefix = env_prefix(provider_kind);
+        self.env
+            .iter()
+            .cloned()
+            .chain(
+                std::iter::once(&self.key)
+                    .chain(&self.aliases)
+                    .map(|name| format!("{prefix}{}", env_word(name))),
+            )
+            .collect()
     }
 
     pub fn describe(mut self, text: &str) -> Self {
@@ -133,6 +171,15 @@ impl FieldSpec {
     }
 }
 
+/// `SANDBOX_<KIND>_`: the prefix of the variables `configure --from-env` reads for a kind.
+pub fn env_prefix(provider_kind: &str) -> String {
+    format!("SANDBOX_{}_", env_word(provider_kind))
+}
+
+fn env_word(text: &str) -> String {
+    text.to_ascii_uppercase().replace(['-', '.'], "_")
+}
+
 /// A provider's form, in display order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfigSchema {
@@ -142,6 +189,79 @@ pub struct ConfigSchema {
 impl ConfigSchema {
     pub fn field(&self, key: &str) -> Option<&FieldSpec> {
         self.fields.iter().find(|f| f.key == key)
+    }
+
+    /// The field a submitted key names: its own key or one of its aliases.
+    pub fn field_named(&self, name: &str) -> Option<&FieldSpec> {
+        self.field(name).or_else(|| {
+            self.fields
+                .iter()
+                .find(|f| f.aliases.iter().any(|a| a == name))
+        })
+    }
+
+    /// Submitted values under the schema's own keys: aliases renamed, and any key the schema
+    /// does not know refused (under `FORM_ERROR`, naming the unknown keys and the known ones),
+    /// as is a setting given twice (under its key and an alias). What every door (form, API,
+    /// CLI) passes submissions through, so no setting is ever silently dropped.
+    pub fn canonical(&self, raw: Map<String, Value>) -> Result<Map<String, Value>, FieldErrors> {
+        let mut values = Map::new();
+        let mut unknown = Vec::new();
+        let mut twice = Vec::new();
+        for (name, value) in raw {
+            match self.field_named(&name) {
+                Some(field) => {
+                    if values.contains_key(&field.key) {
+                        twice.push(field.key.clone());
+                    }
+                    values.insert(field.key.clone(), value);
+                }
+                None => unknown.push(name),
+            }
+        }
+        let mut problems = Vec::new();
+        if !unknown.is_empty() {
+            unknown.sort();
+            problems.push(format!(
+                "Unknown settings: {}. The settings here are: {}.",
+                unknown.join(", "),
+                self.describe_keys()
+            ));
+        }
+        if !twice.is_empty() {
+            problems.push(format!(
+                "Given twice, under its name and under another name for it: {}. Send each once.",
+                twice.join(", ")
+            ));
+        }
+        if problems.is_empty() {
+            Ok(values)
+        } else {
+            Err(FieldErrors::from([(
+                FORM_ERROR.to_owned(),
+                problems.join(" "),
+            )]))
+        }
+    }
+
+    /// `key (also alias), ...` for messages.
+    pub fn describe_keys(&self) -> String {
+        self.fields
+            .iter()
+            .map(|f| {
+                if f.aliases.is_empty() {
+                    f.key.clone()
+                } else {
+                    format!("{} (also {})", f.key, f.aliases.join(", "))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The fields that decide where secrets are sent.
+    pub fn destinations(&self) -> impl Iterator<Item = &FieldSpec> {
+        self.fields.iter().filter(|f| f.destination)
     }
 
     /// Type-checks raw values (JSON from storage or strings from a form) against the schema.
@@ -343,6 +463,36 @@ mod tests {
             json!(30),
             "a blank number is not silently 0"
         );
+    }
+
+    #[test]
+    fn aliases_become_keys_and_unknown_keys_are_refused_by_name() {
+        let schema = ConfigSchema {
+            fields: vec![
+                FieldSpec::new("timeout_secs", FieldKind::String, "Timeout").alias("timeout"),
+                FieldSpec::new("endpoint", FieldKind::String, "Endpoint"),
+            ],
+        };
+
+        let renamed = schema
+            .canonical(map(json!({ "timeout": 5, "endpoint": "e" })))
+            .unwrap();
+        let unknown = schema
+            .canonical(map(json!({ "timeout": 5, "work_dir": "/tmp", "zzz": 1 })))
+            .unwrap_err();
+        let twice = schema
+            .canonical(map(json!({ "timeout": 5, "timeout_secs": 6 })))
+            .unwrap_err();
+
+        assert_eq!(
+            Value::Object(renamed),
+            json!({ "timeout_secs": 5, "endpoint": "e" })
+        );
+        assert_eq!(
+            unknown[FORM_ERROR],
+            "Unknown settings: work_dir, zzz. The settings here are: timeout_secs (also timeout), endpoint."
+        );
+        assert!(twice[FORM_ERROR].contains("Given twice"), "{twice:?}");
     }
 
     #[test]

@@ -85,6 +85,9 @@ pub enum FlashOutcome {
     Trial {
         input: TrialInput,
         result: Result<crate::model::execution::ExecutionResult, String>,
+        /// Where each of the result's artifacts downloads from, in order.
+        #[serde(default)]
+        downloads: Vec<String>,
     },
 }
 

@@ -165,7 +165,8 @@ pub struct Config {
         global = true
     )]
     pub session_idle_minutes: u32,
-    /// Failed sign-ins allowed per account within the window before it is locked.
+    /// Failed sign-ins allowed per account from one client address within the window; past
+    /// it that address is locked out of that account (other addresses are not).
     #[arg(
         long,
         env = "SANDBOX_CONSOLE_LOGIN_MAX_FAILURES",
@@ -173,6 +174,16 @@ pub struct Config {
         global = true
     )]
     pub login_max_failures: u32,
+    /// Failed sign-ins allowed per account from all addresses within the window; past it,
+    /// addresses the account never signed in from wait between attempts, twice as long after
+    /// each further failure (up to the window).
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_LOGIN_MAX_FAILURES_PER_ACCOUNT",
+        default_value_t = 100,
+        global = true
+    )]
+    pub login_max_failures_per_account: u32,
     /// Failed sign-ins allowed per client address within the window.
     #[arg(
         long,
@@ -209,6 +220,37 @@ pub struct Config {
     /// Prometheus). On the main address `/metrics` needs an admin session or an admin key.
     #[arg(long, env = "SANDBOX_CONSOLE_METRICS_LISTEN", global = true)]
     pub metrics_listen: Option<SocketAddr>,
+    /// The address browsers use to reach the console (scheme, host and port, e.g.
+    /// https://sandbox.example.com when behind a TLS proxy). State-changing requests whose
+    /// `Origin` is anything else are refused. Default: http://<--listen>.
+    #[arg(long, env = "SANDBOX_CONSOLE_PUBLIC_URL", global = true)]
+    pub public_url: Option<String>,
+    /// Seconds a client has to send a request's headers, from connecting or from its first
+    /// byte after an idle spell; slower connections are closed.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_HEADER_READ_TIMEOUT_SECS",
+        default_value_t = 10,
+        global = true
+    )]
+    pub header_read_timeout_secs: u64,
+    /// Seconds a keep-alive connection may stay idle between requests before it is closed.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_IDLE_TIMEOUT_SECS",
+        default_value_t = 60,
+        global = true
+    )]
+    pub idle_timeout_secs: u64,
+    /// Connections served at once (also kept below the open-files limit); one more is
+    /// answered 503 at once and closed.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_MAX_CONNECTIONS",
+        default_value_t = 1024,
+        global = true
+    )]
+    pub max_connections: usize,
 }
 
 impl Config {
@@ -250,6 +292,10 @@ impl std::fmt::Debug for Config {
             .field("session_idle_minutes", &self.session_idle_minutes)
             .field("login_max_failures", &self.login_max_failures)
             .field(
+                "login_max_failures_per_account",
+                &self.login_max_failures_per_account,
+            )
+            .field(
                 "login_max_failures_per_address",
                 &self.login_max_failures_per_address,
             )
@@ -257,6 +303,10 @@ impl std::fmt::Debug for Config {
             .field("api_rate_limit", &self.api_rate_limit)
             .field("api_max_body_bytes", &self.api_max_body_bytes)
             .field("metrics_listen", &self.metrics_listen)
+            .field("public_url", &self.public_url)
+            .field("header_read_timeout_secs", &self.header_read_timeout_secs)
+            .field("idle_timeout_secs", &self.idle_timeout_secs)
+            .field("max_connections", &self.max_connections)
             .finish()
     }
 }

@@ -124,29 +124,57 @@ pub async fn configure(
     let mut from = Vec::new();
     if from_env {
         for field in &schema.fields {
-            if let Some((name, value)) = field
+            let set: Vec<(String, String)> = field
                 .env_names(kind)
                 .into_iter()
-                .find_map(|name| std::env::var(&name).ok().map(|v| (name, v)))
-            {
-                values.insert(field.key.clone(), Value::String(value));
-                from.push(format!("{} from {name}", field.key));
+                .filter_map(|name| std::env::var(&name).ok().map(|v| (name, v)))
+                .collect();
+            match set.as_slice() {
+                [] => {}
+                [(name, value)] => {
+                    values.insert(field.key.clone(), Value::String(value.clone()));
+                    from.push(format!("{} from {name}", field.key));
+                }
+                several => bail!(
+                    "{} all set {kind}'s {}; nothing was saved. Set one of them.",
+                    several
+                        .iter()
+                        .map(|(n, _)| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    field.key
+                ),
             }
+        }
+        // A variable with this provider's prefix that names no setting is a typo (or a
+        // RAGFlow name we do not share): refuse it rather than ignore it.
+        let prefix = crate::model::schema::env_prefix(kind);
+        let known: Vec<String> = schema
+            .fields
+            .iter()
+            .flat_map(|f| f.env_names(kind))
+            .collect();
+        let mut stray: Vec<String> = std::env::vars()
+            .map(|(name, _)| name)
+            .filter(|name| name.starts_with(&prefix) && !known.contains(name))
+            .collect();
+        if !stray.is_empty() {
+            stray.sort();
+            bail!(
+                "{} name no {kind} setting; nothing was saved. The variables read are {prefix}<KEY> for: {}",
+                stray.join(", "),
+                schema.describe_keys()
+            );
         }
     }
     for (key, value) in parse_sets(sets)? {
-        if schema.field(&key).is_none() {
+        let Some(field) = schema.field_named(&key) else {
             bail!(
-                "{kind} has no setting {key:?}; its settings: {}",
-                schema
-                    .fields
-                    .iter()
-                    .map(|f| f.key.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "{kind} has no setting {key:?}; nothing was saved. Its settings: {}",
+                schema.describe_keys()
             );
-        }
-        values.insert(key, value);
+        };
+        values.insert(field.key.clone(), value);
     }
     let actor = format!("cli:{}", shell_user());
     match service.save(&actor, kind, values, None, activate).await? {

@@ -150,10 +150,18 @@ async fn export(
 
 fn to_csv(rows: &[crate::model::history::ExecutionSummary]) -> String {
     fn field(text: &str) -> String {
+        // A cell a spreadsheet would read as a formula (`=`, `+`, `-`, `@`, or a tab or CR
+        // before one) starts with a quote instead: callers' names come from outside (the
+        // CLI takes $USER, keys are named by admins), so a cell must never run.
+        let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+            format!("'{text}")
+        } else {
+            text.to_owned()
+        };
         if text.contains([',', '"', '\n', '\r']) {
             format!("\"{}\"", text.replace('"', "\"\""))
         } else {
-            text.to_owned()
+            text
         }
     }
     let mut out = String::from(
@@ -183,7 +191,27 @@ fn to_csv(rows: &[crate::model::history::ExecutionSummary]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::cut;
+    use super::{cut, to_csv};
+    use crate::model::history::ExecutionSummary;
+
+    #[test]
+    fn csv_cells_never_start_a_formula() {
+        let mut row: ExecutionSummary = serde_json::from_value(serde_json::json!({
+            "id": 1, "created_at": "2026-12-03T10:00:00.000Z", "caller": "=HYPERLINK(\"http://x\")",
+            "caller_kind": "cli", "source": "+1", "provider": "-2", "language": "@SUM(A1)",
+            "status": "success", "exit_code": -124, "duration_ms": 5, "input_bytes": 1, "output_bytes": 2
+        }))
+        .unwrap();
+        row.status = "\t=1".into();
+
+        let csv = to_csv(&[row]);
+        let line = csv.lines().nth(1).unwrap();
+
+        assert_eq!(
+            line,
+            "1,2026-12-03T10:00:00.000Z,\"'=HYPERLINK(\"\"http://x\"\")\",cli,'+1,'-2,'@SUM(A1),'\t=1,-124,5,1,2"
+        );
+    }
 
     #[test]
     fn cuts_respect_characters() {

@@ -2,17 +2,21 @@
 
 pub mod admin_cli;
 pub mod api;
+pub mod artifacts;
 pub mod assets;
 pub mod auth;
 pub mod config;
 pub mod db;
 pub mod flash;
 pub mod gateway_cli;
+pub mod headers;
 pub mod health;
 pub mod history;
 pub mod metrics;
+pub mod rpc;
 pub mod sandbox_settings;
 pub mod secrets;
+pub mod serve;
 pub mod startup;
 pub mod state;
 pub mod telemetry;

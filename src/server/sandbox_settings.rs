@@ -375,31 +375,87 @@ impl SandboxService {
         }
     }
 
-    /// Submitted values with blank secret fields replaced by the stored secrets.
+    /// Submitted values under the schema's keys (aliases renamed), with blank secret fields
+    /// filled from the stored secrets — but only while every field that decides where the
+    /// secrets go keeps its stored value. Otherwise each blank secret that has a stored value
+    /// is an error on its own field: it must be typed again, so a stored secret is never sent
+    /// to a destination it was not saved for. Unknown keys are refused, by name.
     async fn with_stored_secrets(
         &self,
         kind: &str,
-        mut values: Map<String, Value>,
-    ) -> Result<Map<String, Value>, SettingError> {
+        values: Map<String, Value>,
+    ) -> Result<Result<Map<String, Value>, FieldErrors>, SettingError> {
         let Ok(provider_kind) = self.registry.get(kind) else {
-            return Ok(values);
+            return Ok(Ok(values));
+        };
+        let schema = (provider_kind.schema)();
+        let mut values = match schema.canonical(values) {
+            Ok(values) => values,
+            Err(errors) => return Ok(Err(errors)),
         };
         let stored = self.stored_values(kind).await?;
-        for field in (provider_kind.schema)()
-            .fields
-            .iter()
-            .filter(|f| f.kind == FieldKind::Secret)
-        {
+        let moved: Vec<&str> = schema
+            .destinations()
+            .filter(|field| {
+                field.normalized(values.get(&field.key)) != field.normalized(stored.get(&field.key))
+            })
+            .map(|field| field.label.as_str())
+            .collect();
+        let mut errors = FieldErrors::new();
+        for field in schema.fields.iter().filter(|f| f.kind == FieldKind::Secret) {
             let blank = values
                 .get(&field.key)
                 .is_none_or(|v| v.as_str().is_some_and(|s| s.is_empty()));
-            if blank {
-                if let Some(secret) = stored.get(&field.key) {
+            let kept = stored
+                .get(&field.key)
+                .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()));
+            if let (true, Some(secret)) = (blank, kept) {
+                if moved.is_empty() {
                     values.insert(field.key.clone(), secret.clone());
+                } else {
+                    errors.insert(
+                        field.key.clone(),
+                        format!(
+                            "{} changed, and the saved {} is only sent where it was saved for: type it again.",
+                            moved.join(" and "),
+                            field.label
+                        ),
+                    );
                 }
             }
         }
-        Ok(values)
+        Ok(if errors.is_empty() {
+            Ok(values)
+        } else {
+            Err(errors)
+        })
+    }
+
+    /// Where a provider built from `values` sends its requests, for the audit: its
+    /// destination fields as `key=value` (never a secret: secret fields are never
+    /// destinations), or `this host` for providers that run code here.
+    fn destination_of(&self, kind: &str, values: &Map<String, Value>) -> String {
+        let Ok(provider_kind) = self.registry.get(kind) else {
+            return String::new();
+        };
+        let parts: Vec<String> = (provider_kind.schema)()
+            .destinations()
+            .filter(|f| f.kind != FieldKind::Secret)
+            .filter_map(|f| {
+                let value = f.normalized(values.get(&f.key))?;
+                let text = match value {
+                    Value::String(text) if text.is_empty() => return None,
+                    Value::String(text) => text,
+                    other => other.to_string(),
+                };
+                Some(format!("{}={}", f.key, text))
+            })
+            .collect();
+        if parts.is_empty() {
+            "this host".into()
+        } else {
+            parts.join(", ")
+        }
     }
 
     /// Validates and saves a provider's settings; with `make_active`, also makes it the active
@@ -418,7 +474,10 @@ impl SandboxService {
             Ok(k) => k,
             Err(error) => return Ok(invalid(FORM_ERROR, error.to_string())),
         };
-        let values = self.with_stored_secrets(kind, values).await?;
+        let values = match self.with_stored_secrets(kind, values).await? {
+            Ok(values) => values,
+            Err(errors) => return Ok(SaveOutcome::Invalid { errors }),
+        };
         let values = match self.open_secrets(kind, values) {
             Ok(values) => values,
             Err(message) => return Ok(invalid(FORM_ERROR, message)),
@@ -502,7 +561,7 @@ impl SandboxService {
         caller: &Caller,
     ) -> Result<ConnectionReport, SettingError> {
         let started = Instant::now();
-        let mut report = ConnectionReport {
+        let report = ConnectionReport {
             passed: false,
             message: String::new(),
             health: None,
@@ -513,7 +572,49 @@ impl SandboxService {
             stderr: String::new(),
             errors: FieldErrors::new(),
         };
-        let values = self.with_stored_secrets(kind, values).await?;
+        let destination = self.destination_of(kind, &values);
+        let report = self
+            .test_connection_to(kind, values, caller, report, started)
+            .await?;
+        let outcome = if report.passed {
+            "passed"
+        } else if !report.errors.is_empty() {
+            "invalid settings"
+        } else {
+            "failed"
+        };
+        let detail = Map::from_iter([
+            ("destination".to_owned(), json!(destination)),
+            ("outcome".to_owned(), json!(outcome)),
+        ]);
+        settings_audit::record_event(
+            &self.pool,
+            &caller.actor(),
+            &setting_name(kind),
+            Some(kind),
+            "test_connection",
+            &detail,
+        )
+        .await?;
+        Ok(report)
+    }
+
+    async fn test_connection_to(
+        &self,
+        kind: &str,
+        values: Map<String, Value>,
+        caller: &Caller,
+        mut report: ConnectionReport,
+        started: Instant,
+    ) -> Result<ConnectionReport, SettingError> {
+        let values = match self.with_stored_secrets(kind, values).await? {
+            Ok(values) => values,
+            Err(errors) => {
+                report.message = "The settings are not valid; fix the marked fields.".into();
+                report.errors = errors;
+                return Ok(finish(report, started));
+            }
+        };
         let built = match self.open_secrets(kind, values) {
             Ok(values) => self.registry.build(kind, &values),
             Err(message) => Err(SandboxError::Backend(message)),

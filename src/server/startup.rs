@@ -33,13 +33,18 @@ use crate::{
     sandbox::providers,
     server::{
         api::{self, auth::ApiLimiter},
-        assets,
-        auth::{account, gate::gate, password, rate_limit::LoginLimiter, routes, session},
+        artifacts, assets,
+        auth::{
+            account, gate::gate, origin::OriginPolicy, password, rate_limit::LoginLimiter, routes,
+            session,
+        },
         config::Config,
-        db, health, history,
+        db, headers, health, history,
         metrics::{self, Metrics},
+        rpc,
         sandbox_settings::SandboxService,
         secrets::SecretBox,
+        serve::{self, Limits},
         state::AppState,
     },
 };
@@ -51,6 +56,7 @@ pub struct Application {
     router: Router,
     state: AppState,
     housekeeping: JoinHandle<()>,
+    limits: Limits,
 }
 
 impl Application {
@@ -64,6 +70,7 @@ impl Application {
         registry: crate::sandbox::registry::Registry,
     ) -> anyhow::Result<Self> {
         let url = config.database_url();
+        let descriptors = serve::raise_descriptor_limit();
         let pool = open_database(&config).await?;
 
         if let Some(first) = account::ensure_first_admin(
@@ -80,7 +87,7 @@ impl Application {
         let secrets = SecretBox::load(&config.data_dir, config.secret_key.as_deref())
             .context("cannot load the key that encrypts stored secrets")?;
         let metrics = Arc::new(Metrics::new());
-        let sandbox = SandboxService::start(pool.clone(), registry, secrets)
+        let sandbox = SandboxService::start(pool.clone(), registry, secrets.clone())
             .await
             .context("cannot load the sandbox settings")?
             .with_metrics(metrics.clone())
@@ -90,6 +97,29 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let local_addr = listener.local_addr()?;
+        let origin = OriginPolicy::new(config.public_url.as_deref(), local_addr)
+            .map_err(anyhow::Error::msg)?;
+        if origin.trusts_host_header() {
+            tracing::warn!(
+                "listening on a wildcard address without --public-url: the Origin check takes \
+                 the host from each request; set --public-url to the address browsers use"
+            );
+        }
+        let limits = Limits {
+            header_read: Duration::from_secs(config.header_read_timeout_secs.max(1)),
+            idle: Duration::from_secs(config.idle_timeout_secs.max(1)),
+            body_stall: BODY_STALL,
+            max_connections: serve::effective_max_connections(config.max_connections, descriptors),
+            drain: DRAIN,
+        };
+        if limits.max_connections < config.max_connections {
+            tracing::warn!(
+                configured = config.max_connections,
+                effective = limits.max_connections,
+                descriptors,
+                "the open-files limit caps the connections served at once"
+            );
+        }
         let metrics_listener = match config.metrics_listen {
             Some(address) => Some(
                 TcpListener::bind(address)
@@ -117,11 +147,14 @@ impl Application {
             login_limiter: Arc::new(LoginLimiter::new(
                 config.login_max_failures,
                 config.login_max_failures_per_address,
+                config.login_max_failures_per_account,
                 Duration::from_secs(config.login_window_secs),
             )),
             api_limiter: Arc::new(ApiLimiter::new(config.api_rate_limit)),
             metrics,
             sandbox: Arc::new(sandbox),
+            origin: Arc::new(origin),
+            secrets,
             started: (Instant::now(), SystemTime::now()),
         };
 
@@ -132,7 +165,7 @@ impl Application {
         let router = router(state.clone(), config.api_max_body_bytes).layer(sessions);
         let housekeeping = tokio::spawn(async move {
             tokio::join!(
-                sweep_expired_sessions(pool.clone()),
+                sweep_expired(pool.clone()),
                 history::keep_trimmed(pool, Duration::from_secs(600)),
             );
         });
@@ -142,6 +175,7 @@ impl Application {
             router: add_outer_layers(router),
             state,
             housekeeping,
+            limits,
         })
     }
 
@@ -181,22 +215,23 @@ impl Application {
             router,
             state,
             housekeeping,
+            limits,
         } = self;
         let metrics_server = metrics_listener.map(|listener| {
-            let router = Router::new()
-                .route("/metrics", get(metrics::open_metrics))
-                .fallback(metrics::not_found)
-                .with_state(state.clone());
+            let router = add_outer_layers(
+                Router::new()
+                    .route("/metrics", get(metrics::open_metrics))
+                    .fallback(metrics::not_found)
+                    .with_state(state.clone()),
+            );
             tokio::spawn(async move {
-                if let Err(error) = axum::serve(listener, router).await {
+                let forever = std::future::pending();
+                if let Err(error) = serve::serve(listener, router, limits, forever).await {
                     tracing::error!(%error, "the metrics listener stopped");
                 }
             })
         });
-        let service = router.into_make_service_with_connect_info::<SocketAddr>();
-        let result = axum::serve(listener, service)
-            .with_graceful_shutdown(stop)
-            .await;
+        let result = serve::serve(listener, router, limits, stop).await;
         housekeeping.abort();
         state.sandbox.shutdown().await;
         if let Some(server) = metrics_server {
@@ -208,15 +243,25 @@ impl Application {
     }
 }
 
-/// Creates the data directory, opens the database and applies pending migrations.
+/// A request body may pause this long between chunks before its request fails.
+const BODY_STALL: Duration = Duration::from_secs(30);
+/// After SIGTERM, requests in flight get this long to finish (the longest run is 600 s).
+const DRAIN: Duration = Duration::from_secs(630);
+
+/// Creates the data directory (0700) and the database (0600: it holds live session ids; its
+/// `-wal`/`-shm` files take the same mode from it), opens it and applies pending migrations.
 pub async fn open_database(config: &Config) -> anyhow::Result<sqlx::SqlitePool> {
-    std::fs::create_dir_all(&config.data_dir).with_context(|| {
+    db::private_data_dir(&config.data_dir).with_context(|| {
         format!(
             "cannot create the data directory {}",
             config.data_dir.display()
         )
     })?;
     let url = config.database_url();
+    if let Some(file) = db::sqlite_file(&url) {
+        db::private_file(&file)
+            .with_context(|| format!("cannot create the database file {}", file.display()))?;
+    }
     let pool = db::connect(&url)
         .await
         .with_context(|| format!("cannot open the database {url}"))?;
@@ -230,7 +275,7 @@ fn router(state: AppState, api_max_body_bytes: usize) -> Router<()> {
     let routes = generate_route_list(App);
     let context = {
         let state = state.clone();
-        move || provide_context(state.clone())
+        move || provide_request_context(state.clone())
     };
     let page = {
         let options = state.leptos_options.clone();
@@ -242,6 +287,7 @@ fn router(state: AppState, api_max_body_bytes: usize) -> Router<()> {
         .route("/readyz", get(health::readyz))
         .route("/admin/history/export.csv", get(history::export_csv))
         .route("/admin/history/export.json", get(history::export_json))
+        .route("/admin/artifacts/{id}", get(artifacts::download))
         .route("/metrics", get(metrics::metrics))
         .route("/auth/login", post(routes::login))
         .route("/auth/logout", post(routes::logout))
@@ -251,12 +297,30 @@ fn router(state: AppState, api_max_body_bytes: usize) -> Router<()> {
             metrics::track_http,
         ))
         .fallback(fallback)
+        .layer(middleware::from_fn_with_state(
+            rpc::RpcLimit(api_max_body_bytes),
+            rpc::guard,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), gate))
         .with_state(state)
 }
 
+/// What every Leptos render and server function finds in its context: the state, and the
+/// request's CSP nonce (which `HydrationScripts` and the resource scripts then carry).
+fn provide_request_context(state: AppState) {
+    provide_context(state);
+    let nonce = leptos::prelude::use_context::<http::request::Parts>()
+        .as_ref()
+        .and_then(headers::request_nonce);
+    if let Some(nonce) = nonce {
+        provide_context(nonce);
+    }
+}
+
 fn add_outer_layers(router: Router) -> Router {
     router
+        .layer(middleware::from_fn(headers::content_security_policy))
+        .layer(middleware::from_fn(headers::no_store_by_default))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::X_FRAME_OPTIONS,
             HeaderValue::from_static("DENY"),
@@ -283,7 +347,7 @@ async fn fallback(State(state): State<AppState>, request: Request) -> Response {
     }
     let options = state.leptos_options.clone();
     let render = leptos_axum::render_app_async_with_context(
-        move || provide_context(state.clone()),
+        move || provide_request_context(state.clone()),
         move || shell(options.clone()),
     );
     render(request).await.into_response()
@@ -309,7 +373,8 @@ fn announce_first_admin(first: &account::FirstAdmin) {
     }
 }
 
-async fn sweep_expired_sessions(pool: sqlx::SqlitePool) {
+/// Deletes expired sessions and expired trial artifacts every ten minutes.
+async fn sweep_expired(pool: sqlx::SqlitePool) {
     let mut every = tokio::time::interval(Duration::from_secs(600));
     loop {
         every.tick().await;
@@ -317,6 +382,11 @@ async fn sweep_expired_sessions(pool: sqlx::SqlitePool) {
             Ok(0) => {}
             Ok(n) => tracing::debug!(n, "deleted expired sessions"),
             Err(error) => tracing::warn!(%error, "could not delete expired sessions"),
+        }
+        match db::artifact::delete_expired(&pool).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(n, "deleted expired artifacts"),
+            Err(error) => tracing::warn!(%error, "could not delete expired artifacts"),
         }
     }
 }

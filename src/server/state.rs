@@ -14,8 +14,12 @@ use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 use crate::{
     model::overview::SystemOverview,
     server::{
-        api::auth::ApiLimiter, auth::rate_limit::LoginLimiter, db, metrics::Metrics,
+        api::auth::ApiLimiter,
+        auth::{origin::OriginPolicy, rate_limit::LoginLimiter},
+        db,
+        metrics::Metrics,
         sandbox_settings::SandboxService,
+        secrets::SecretBox,
     },
 };
 
@@ -28,6 +32,11 @@ pub struct AppState {
     pub api_limiter: Arc<ApiLimiter>,
     pub sandbox: Arc<SandboxService>,
     pub metrics: Arc<Metrics>,
+    /// Where state-changing browser requests may come from.
+    pub origin: Arc<OriginPolicy>,
+    /// Seals what must not sit in the database in clear (provider secrets, a one-time key
+    /// waiting in a session).
+    pub secrets: SecretBox,
     /// The SQLite file, watched by `/readyz`; `None` for in-memory databases.
     pub database_file: Option<PathBuf>,
     pub started: (Instant, SystemTime),

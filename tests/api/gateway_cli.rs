@@ -196,3 +196,88 @@ async fn a_key_created_on_the_command_line_works_against_the_server() {
         .unwrap();
     assert!(rows.is_empty());
 }
+
+/// The local provider's stored settings row: (version, value).
+async fn stored_local(data: &Path) -> (i64, Value) {
+    let pool = sqlx::SqlitePool::connect(&format!(
+        "sqlite://{}",
+        data.join("sandbox-console.db").display()
+    ))
+    .await
+    .unwrap();
+    let (version, value): (i64, String) =
+        sqlx::query_as("select version, value from system_setting where name = 'sandbox.local'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    pool.close().await;
+    (version, serde_json::from_str(&value).unwrap())
+}
+
+#[tokio::test]
+async fn configure_refuses_unknown_keys_and_variables_and_takes_ragflows_names() {
+    let data = tempfile::tempdir().unwrap();
+
+    let (unknown_set, _, set_err) = run(
+        data.path(),
+        &[
+            "configure",
+            "--provider",
+            "local",
+            "--set",
+            "work_dir=/tmp/x",
+        ],
+        &[],
+    );
+    let (unknown_env, _, env_err) = run(
+        data.path(),
+        &["configure", "--provider", "local", "--from-env"],
+        &[("SANDBOX_LOCAL_TIMOUT_SECS", "7")],
+    );
+    let (twice, _, twice_err) = run(
+        data.path(),
+        &["configure", "--provider", "local", "--from-env"],
+        &[
+            ("SANDBOX_LOCAL_TIMEOUT_SECS", "7"),
+            ("SANDBOX_LOCAL_TIMEOUT", "8"),
+        ],
+    );
+    let (unchanged, _) = stored_local(data.path()).await;
+    let (aliased, out, err) = run(
+        data.path(),
+        &[
+            "configure",
+            "--provider",
+            "local",
+            "--set",
+            "timeout=9",
+            "--from-env",
+        ],
+        &[("SANDBOX_LOCAL_MAX_MEMORY_MB", "300")],
+    );
+    let (saved_version, saved) = stored_local(data.path()).await;
+
+    assert_ne!(unknown_set, 0);
+    assert!(
+        set_err.contains("\"work_dir\"") && set_err.contains("timeout_secs (also timeout)"),
+        "names the key and the known ones: {set_err}"
+    );
+    assert_ne!(unknown_env, 0);
+    assert!(
+        env_err.contains("SANDBOX_LOCAL_TIMOUT_SECS name no local setting"),
+        "{env_err}"
+    );
+    assert_ne!(twice, 0);
+    assert!(twice_err.contains("Set one of them"), "{twice_err}");
+    assert_eq!(
+        unchanged, 1,
+        "nothing was saved over the first start's defaults"
+    );
+    assert_eq!(aliased, 0, "{out}{err}");
+    assert_eq!(saved_version, 2);
+    assert_eq!(
+        (saved["timeout_secs"].as_i64(), saved["memory_mb"].as_i64()),
+        (Some(9), Some(300)),
+        "RAGFlow's names land on our settings: {saved}"
+    );
+}

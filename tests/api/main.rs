@@ -13,6 +13,7 @@ mod e2b_provider;
 mod fakes;
 mod gateway;
 mod gateway_cli;
+mod hardening;
 mod health;
 mod helpers;
 mod history;

@@ -130,7 +130,7 @@ async fn refused_credentials_and_an_unreachable_executor_answer_502_with_nothing
 
     admin_call(&app, &admin, "/api/v1/admin/sandbox/config", json!({ "provider_type": "self_managed", "config": { "endpoint": fake.url(), "api_token": "wrong-token" } })).await;
     let (refused, refused_body) = execute(&app, &agent, hello.clone()).await;
-    admin_call(&app, &admin, "/api/v1/admin/sandbox/config", json!({ "provider_type": "self_managed", "config": { "endpoint": dead, "max_retries": 0 } })).await;
+    admin_call(&app, &admin, "/api/v1/admin/sandbox/config", json!({ "provider_type": "self_managed", "config": { "endpoint": dead, "api_token": "right-token", "max_retries": 0 } })).await;
     let (unreachable, unreachable_body) = execute(&app, &agent, hello.clone()).await;
     admin_call(&app, &admin, "/api/v1/admin/sandbox/config", json!({ "provider_type": "self_managed", "config": { "endpoint": fake.url(), "api_token": "right-token" } })).await;
     let (ok, ok_body) = execute(&app, &agent, hello).await;

@@ -37,8 +37,12 @@ fn info() -> ProviderInfo {
 fn schema() -> ConfigSchema {
     ConfigSchema {
         fields: vec![
-            FieldSpec::new("endpoint", FieldKind::String, "Endpoint").required(),
+            FieldSpec::new("endpoint", FieldKind::String, "Endpoint")
+                .destination()
+                .required(),
             FieldSpec::new("token", FieldKind::Secret, "Token").required(),
+            // A free-text field, rendered as a textarea (the escaping tests type markup here).
+            FieldSpec::new("notes", FieldKind::Multiline, "Notes"),
             FieldSpec::new(
                 "timeout",
                 FieldKind::Integer {

@@ -75,3 +75,52 @@ async fn anonymous_callers_cannot_read_the_audit() {
     assert_eq!(response.status().as_u16(), 401);
     assert_eq!(page.status().as_u16(), 303);
 }
+
+#[tokio::test]
+async fn sign_ins_and_connection_tests_have_views_of_their_own() {
+    let app = spawn_app().await;
+    app.login_as("admin", "wrong password", "/").await;
+    app.login().await;
+    app.call_ok(
+        "test_sandbox_connection",
+        &[("kind", "local"), ("values[timeout_secs]", "5")],
+    )
+    .await;
+
+    let changes = app.call_ok("settings_audit", &[("page", "1")]).await;
+    let tests = app
+        .call_ok("settings_audit", &[("page", "1"), ("view", "tests")])
+        .await;
+    let sign_ins = app
+        .call_ok("settings_audit", &[("page", "1"), ("view", "sign_ins")])
+        .await;
+
+    assert_eq!(changes["total"], 0, "sign-ins and tests change nothing");
+    assert_eq!(tests["total"], 1);
+    assert_eq!(tests["entries"][0]["provider"], "local");
+    assert_eq!(
+        tests["entries"][0]["detail"],
+        json!([["destination", "this host"], ["outcome", "passed"]])
+    );
+    let actions: Vec<&str> = sign_ins["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["sign_in", "sign_in_failed"], "newest first");
+    assert_eq!(
+        sign_ins["entries"][0]["detail"],
+        json!([["address", "127.0.0.1"]])
+    );
+    let html = app
+        .get("/admin/audit?view=sign_ins")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("address: 127.0.0.1") && html.contains("sign_in_failed"),
+        "the page renders the view server-side"
+    );
+}

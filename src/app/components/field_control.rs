@@ -11,6 +11,9 @@ pub fn FieldControl(
     value: Option<Value>,
     secret_set: bool,
     error: Option<String>,
+    /// Labels of the fields that decide where secrets go; a kept secret needs them unchanged.
+    #[prop(optional)]
+    destinations: Vec<String>,
 ) -> impl IntoView {
     let id = format!("field-{}", field.key);
     let name = format!("values[{}]", field.key);
@@ -61,10 +64,18 @@ pub fn FieldControl(
         }
         FieldKind::Multiline | FieldKind::Json => view! {
             <textarea id=id.clone() name=name rows="6" class="mono" placeholder=placeholder
-                readonly=field.readonly disabled=field.readonly aria-invalid=invalid.to_string()>{text}</textarea>
+                readonly=field.readonly disabled=field.readonly aria-invalid=invalid.to_string()
+                inner_html=crate::app::format::textarea_html(&text)></textarea>
         }
         .into_any(),
     };
+    let keep_note = (field.kind == FieldKind::Secret && secret_set && !destinations.is_empty())
+        .then(|| {
+            format!(
+                "The saved value is only sent where it was saved for: if you change {}, type it again.",
+                destinations.join(" or ")
+            )
+        });
     let hint = match &field.kind {
         FieldKind::Integer {
             min: Some(min),
@@ -90,6 +101,7 @@ pub fn FieldControl(
             {(!field.description.is_empty() || hint.is_some()).then(|| view! {
                 <p class="help">{field.description.clone()} " " {hint}</p>
             })}
+            {keep_note.map(|note| view! { <p class="help" data-testid="secret-destination-note">{note}</p> })}
             {error.map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
         </div>
     }

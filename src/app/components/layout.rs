@@ -19,7 +19,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                 <A href="/admin/sandbox-settings">"Sandbox settings"</A>
                 <A href="/admin/history">"History"</A>
                 <A href="/admin/api-keys">"API keys"</A>
-                <A href="/admin/audit">"Settings audit"</A>
+                <A href="/admin/audit">"Audit"</A>
             </nav>
             <div class="account">
                 <Transition fallback=|| ()>

@@ -20,6 +20,12 @@ pub fn ProviderForm(
     notice: Option<(&'static str, String)>,
 ) -> impl IntoView {
     let (pending, set_pending) = signal(false);
+    // A stored secret is only reused while these keep their stored values.
+    let destinations: Vec<String> = card
+        .schema
+        .destinations()
+        .map(|f| f.label.clone())
+        .collect();
     let sections = [FieldGroup::Deployment, FieldGroup::Runtime].map(|group| {
         let fields: Vec<_> = card
             .schema
@@ -35,7 +41,8 @@ pub fn ProviderForm(
                     let value = values.get(&field.key).cloned();
                     let secret_set = card.secrets_set.contains(&field.key);
                     let error = errors.get(&field.key).cloned();
-                    view! { <FieldControl field value secret_set error/> }
+                    let destinations = destinations.clone();
+                    view! { <FieldControl field value secret_set error destinations/> }
                 })
                 .collect_view();
             view! {

@@ -1,8 +1,11 @@
 use leptos::prelude::*;
 
-use crate::model::{
-    execution::{ExecStatus, ExecutionResult, Language},
-    settings::TrialInput,
+use crate::{
+    app::format::textarea_html,
+    model::{
+        execution::{ExecStatus, ExecutionResult, Language},
+        settings::TrialInput,
+    },
 };
 
 const SAMPLE_CODE: &str = "def main(name):\n    return {\"hi\": name}\n";
@@ -14,6 +17,8 @@ const SAMPLE_ARGUMENTS: &str = "{\"name\": \"Ada\"}";
 pub fn TrialPanel(
     input: Option<TrialInput>,
     result: Option<Result<ExecutionResult, String>>,
+    /// Where each of the result's artifacts downloads from (the console's own address).
+    downloads: Vec<String>,
     /// The active provider's languages.
     languages: Vec<Language>,
 ) -> impl IntoView {
@@ -65,12 +70,12 @@ pub fn TrialPanel(
                 <div class="field">
                     <label for="trial-code">"Code"</label>
                     <textarea id="trial-code" name="code" rows="10" class="mono code" spellcheck="false"
-                        on:keydown=insert_spaces_on_tab>{input.code.clone()}</textarea>
+                        on:keydown=insert_spaces_on_tab inner_html=textarea_html(&input.code)></textarea>
                 </div>
                 <div class="field" class:has-error=move || json_error.get().is_some()>
                     <label for="trial-arguments">"Arguments (JSON object)"</label>
                     <textarea id="trial-arguments" name="arguments" rows="3" class="mono" spellcheck="false"
-                        on:input=check_json>{input.arguments.clone()}</textarea>
+                        on:input=check_json inner_html=textarea_html(&input.arguments)></textarea>
                     {move || json_error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
                 </div>
                 <div class="actions">
@@ -81,7 +86,7 @@ pub fn TrialPanel(
                 </div>
             </form>
             {result.map(|result| match result {
-                Ok(result) => view! { <ResultView result/> }.into_any(),
+                Ok(result) => view! { <ResultView result downloads/> }.into_any(),
                 Err(message) => view! { <p class="notice error" role="alert" data-testid="trial-error">{message}</p> }.into_any(),
             })}
         </section>
@@ -113,8 +118,17 @@ fn insert_spaces_on_tab(ev: leptos::ev::KeyboardEvent) {
     let _ = ev;
 }
 
+/// Image types a page may show inline; in an `<img>` even SVG runs no script.
+const PREVIEWED: &[&str] = &[
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "image/svg+xml",
+];
+
 #[component]
-fn ResultView(result: ExecutionResult) -> impl IntoView {
+fn ResultView(result: ExecutionResult, downloads: Vec<String>) -> impl IntoView {
     let status = result.status.id();
     let ok = result.status == ExecStatus::Success;
     let returned = result
@@ -138,13 +152,20 @@ fn ResultView(result: ExecutionResult) -> impl IntoView {
             {(!result.artifacts.is_empty()).then(|| view! {
                 <h3>"Artifacts"</h3>
                 <ul class="artifacts">
-                    {result.artifacts.into_iter().map(|a| {
-                        let src = format!("data:{};base64,{}", a.mime_type, a.content_b64);
-                        let image = a.mime_type.starts_with("image/");
+                    {result.artifacts.into_iter().enumerate().map(|(n, a)| {
+                        // Previews are data: images only: an <img> runs nothing, and a data:
+                        // URL has no origin to run in. Downloads come from the console, as
+                        // attachments (see server::artifacts).
+                        let preview = PREVIEWED.contains(&a.mime_type.as_str())
+                            .then(|| format!("data:{};base64,{}", a.mime_type, a.content_b64));
+                        let download = downloads.get(n).cloned();
                         view! {
-                            <li>
-                                {image.then(|| view! { <img src=src.clone() alt=a.name.clone()/> })}
-                                <a href=src download=a.name.clone()>{a.name.clone()}</a>
+                            <li data-testid="artifact">
+                                {preview.map(|src| view! { <img src=src alt=a.name.clone()/> })}
+                                {match download {
+                                    Some(href) => view! { <a href=href rel="external" data-testid="artifact-download">{a.name.clone()}</a> }.into_any(),
+                                    None => view! { <span>{a.name.clone()}</span> }.into_any(),
+                                }}
                                 " (" {a.size} " bytes)"
                             </li>
                         }

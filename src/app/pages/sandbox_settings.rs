@@ -93,11 +93,16 @@ fn Settings(
                 submitted = Some(flash.values);
                 report = Some(r);
             }
-            FlashOutcome::Trial { input, result } => trial = Some((input, result)),
+            FlashOutcome::Trial {
+                input,
+                result,
+                downloads,
+            } => trial = Some((input, result, downloads)),
             _ => {}
         }
     }
-    let (trial_input, trial_result) = trial.map_or((None, None), |(i, r)| (Some(i), Some(r)));
+    let (trial_input, trial_result, downloads) =
+        trial.map_or((None, None, Vec::new()), |(i, r, d)| (Some(i), Some(r), d));
     view! {
         <div class="provider-cards" role="list">
             {settings.providers.iter().map(|p| {
@@ -134,6 +139,6 @@ fn Settings(
             view! { <ProviderForm card values errors notice/> }
         })}
         {report.map(|report| view! { <ConnectionReportDialog report close_href=page_url(&selected)/> })}
-        <TrialPanel input=trial_input result=trial_result languages=settings.active_languages.clone()/>
+        <TrialPanel input=trial_input result=trial_result downloads languages=settings.active_languages.clone()/>
     }
 }

@@ -3,28 +3,41 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::{
-    app::components::error_view::ErrorView, model::audit::AuditPage,
+    app::components::error_view::ErrorView,
+    model::audit::{AuditPage, AuditView},
     server_fns::audit::settings_audit,
 };
 
-/// Who changed which sandbox settings, and when: key names only, never values.
+/// Who changed which settings, tested which connection, signed in from where, and when: key
+/// names only, never values.
 #[component]
 pub fn SettingsAuditPage() -> impl IntoView {
     let query = use_query_map();
     let page = move || {
-        query
+        let page = query
             .with(|q| q.get("page"))
             .and_then(|p| p.parse::<u32>().ok())
-            .unwrap_or(1)
+            .unwrap_or(1);
+        let view = query.with(|q| q.get("view")).unwrap_or_default();
+        (page, view)
     };
-    let audit = Resource::new(page, settings_audit);
+    let audit = Resource::new(page, |(page, view)| settings_audit(page, view));
     view! {
-        <Title text="Settings audit"/>
-        <h1>"Settings audit"</h1>
+        <Title text="Audit"/>
+        <h1>"Audit"</h1>
         <p class="muted intro">
-            "Every change to the sandbox settings, from the console, the API or the command line. "
-            "Only the names of changed keys are recorded: secret values never appear here."
+            "Every change to the settings (from the console, the API or the command line), every connection test "
+            "and every sign-in. Only the names of changed keys are recorded: setting and secret values never appear here."
         </p>
+        <ul class="tabs" data-testid="audit-views">
+            {move || {
+                let current = AuditView::from_id(&page().1);
+                AuditView::ALL.into_iter().map(|view| {
+                    let href = if view == AuditView::default() { "?".to_owned() } else { format!("?view={}", view.id()) };
+                    view! { <li><a href=href aria-current=(view == current).then_some("page")>{view.label()}</a></li> }
+                }).collect_view()
+            }}
+        </ul>
         <Transition fallback=|| view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" Loading…"</p> }>
             <ErrorBoundary fallback=|errors| view! { <ErrorView errors/> }>
                 {move || audit.get().map(|result| result.map(|page| view! { <AuditTable page/> }))}
@@ -36,15 +49,19 @@ pub fn SettingsAuditPage() -> impl IntoView {
 #[component]
 fn AuditTable(page: AuditPage) -> impl IntoView {
     if page.entries.is_empty() {
-        return view! { <section class="card"><p class="muted" data-testid="no-audit">"No changes yet."</p></section> }
+        return view! { <section class="card"><p class="muted" data-testid="no-audit">"Nothing recorded yet."</p></section> }
             .into_any();
     }
     let (current, pages) = (page.page, page.pages);
+    let view = match page.view {
+        AuditView::Changes => String::new(),
+        other => format!("&view={}", other.id()),
+    };
     view! {
         <section class="card">
             <table class="table" data-testid="audit">
                 <thead><tr>
-                    <th>"When"</th><th>"Who"</th><th>"Provider"</th><th>"Action"</th><th>"Changed keys"</th>
+                    <th>"When"</th><th>"Who"</th><th>"Provider"</th><th>"Action"</th><th>"Changed keys"</th><th>"Details"</th>
                 </tr></thead>
                 <tbody>
                     {page.entries.into_iter().map(|entry| view! {
@@ -54,14 +71,23 @@ fn AuditTable(page: AuditPage) -> impl IntoView {
                             <td>{entry.provider.unwrap_or_else(|| entry.setting.clone())}</td>
                             <td>{entry.action}</td>
                             <td class="mono">{if entry.changed_keys.is_empty() { "—".to_owned() } else { entry.changed_keys.join(", ") }}</td>
+                            <td class="mono">{if entry.detail.is_empty() {
+                                "—".to_owned()
+                            } else {
+                                entry.detail.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("; ")
+                            }}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>
             </table>
             <nav class="pager" aria-label="Pages">
-                {(current > 1).then(|| view! { <a href=format!("?page={}", current - 1) rel="prev">"← Newer"</a> })}
-                <span class="muted" data-testid="audit-pages">{format!("Page {current} of {pages} · {} changes", page.total)}</span>
-                {(current < pages).then(|| view! { <a href=format!("?page={}", current + 1) rel="next">"Older →"</a> })}
+                {(current > 1).then(|| view! { <a href=format!("?page={}{view}", current - 1) rel="prev">"← Newer"</a> })}
+                <span class="muted" data-testid="audit-pages">{format!("Page {current} of {pages} · {} {}", page.total, match page.view {
+                    AuditView::Changes => "changes",
+                    AuditView::Tests => "tests",
+                    AuditView::SignIns => "sign-ins",
+                })}</span>
+                {(current < pages).then(|| view! { <a href=format!("?page={}{view}", current + 1) rel="next">"Older →"</a> })}
             </nav>
         </section>
     }

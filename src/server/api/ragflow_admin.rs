@@ -247,8 +247,16 @@ pub async fn get_config(
     }
 }
 
+/// The answer to a saved config. RAGFlow's clients match on its first sentence; the second
+/// says what RAGFlow's semantics are, which a caller sending part of a config must know.
+pub const REPLACED: &str = "Sandbox configuration updated successfully. The config replaced the \
+     saved one: settings not sent now have their defaults (blank secrets keep the saved ones \
+     while the destination stays the same).";
+
 /// Validate and save a provider's config; `set_active` (default true) also makes it the
-/// active provider (RAGFlow: `POST .../config`). Nothing is saved on any error.
+/// active provider (RAGFlow: `POST .../config`). The config replaces the saved one, as in
+/// RAGFlow; unknown keys are refused, RAGFlow's names for our settings accepted. Nothing is
+/// saved on any error.
 #[utoipa::path(post, path = "/api/v1/admin/sandbox/config", tag = "ragflow-admin",
     security(("api_key" = ["admin"])),
     request_body(content = Object, description = "`{provider_type, config, set_active}`"),
@@ -285,7 +293,7 @@ pub async fn set_config(
     let config = saved.map_err(|error| internal("Failed to set sandbox config", error))?;
     Ok(success(
         json!({ "provider_type": kind, "config": config }),
-        "Sandbox configuration updated successfully",
+        REPLACED,
     ))
 }
 

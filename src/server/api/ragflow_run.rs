@@ -370,9 +370,12 @@ pub async fn run(
     let result = match outcome {
         Ok(result) => translate(result),
         Err(SandboxError::PoolBusy { .. }) => RunResult::busy(),
+        // The caller learns what kind of failure it was, in the words `/api/v1/execute` uses;
+        // the provider's own text (upstream bodies, addresses) goes only to the log and the
+        // history row.
         Err(error) => {
             tracing::warn!(%error, "a /run request failed in the provider");
-            RunResult::internal(error.to_string())
+            RunResult::internal(super::error::ApiError::from(error).message)
         }
     };
     Json(result).into_response()

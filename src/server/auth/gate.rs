@@ -14,7 +14,11 @@ use axum::{
 use serde_json::json;
 use tower_sessions::Session;
 
-use crate::server::{api, assets, auth::session, state::AppState};
+use crate::server::{
+    api, assets,
+    auth::{origin::OriginPolicy, session},
+    state::AppState,
+};
 
 /// Paths anyone may request: the sign-in flow, probes, and the site's static files.
 fn is_public(path: &str) -> bool {
@@ -35,7 +39,7 @@ pub async fn gate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    if !is_safe_method(request.method()) && !same_origin(request.headers()) {
+    if !is_safe_method(request.method()) && !same_origin(&state.origin, request.headers()) {
         return (StatusCode::FORBIDDEN, "cross-origin request refused").into_response();
     }
     let path = request.uri().path().to_owned();
@@ -101,14 +105,16 @@ fn is_safe_method(method: &Method) -> bool {
 }
 
 /// Refuses state-changing requests that a browser says come from another site (defence in
-/// depth on top of `SameSite=Strict`). Clients that send no `Origin` (curl, agents) pass.
-fn same_origin(headers: &HeaderMap) -> bool {
-    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+/// depth on top of `SameSite=Strict`): the `Origin` must be the console's public URL (scheme,
+/// host and port). Clients that send no `Origin` (curl, agents) pass.
+fn same_origin(policy: &OriginPolicy, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
         return true;
     };
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-    let origin_host = origin.split_once("://").map(|(_, rest)| rest);
-    matches!((origin_host, host), (Some(o), Some(h)) if o.eq_ignore_ascii_case(h))
+    origin
+        .to_str()
+        .is_ok_and(|origin| policy.allows(origin, host))
 }
 
 #[cfg(test)]
@@ -130,14 +136,21 @@ mod tests {
 
     #[test]
     fn cross_origin_posts_are_recognised() {
+        let policy = OriginPolicy::new(None, "127.0.0.1:3000".parse().unwrap()).unwrap();
         let mut headers = HeaderMap::new();
         headers.insert(header::HOST, "127.0.0.1:3000".parse().unwrap());
-        assert!(same_origin(&headers));
+        assert!(same_origin(&policy, &headers));
         headers.insert(header::ORIGIN, "http://127.0.0.1:3000".parse().unwrap());
-        assert!(same_origin(&headers));
+        assert!(same_origin(&policy, &headers));
         headers.insert(header::ORIGIN, "https://evil.example".parse().unwrap());
-        assert!(!same_origin(&headers));
+        assert!(!same_origin(&policy, &headers));
         headers.insert(header::ORIGIN, "null".parse().unwrap());
-        assert!(!same_origin(&headers));
+        assert!(!same_origin(&policy, &headers));
+        headers.insert(header::ORIGIN, "http://evil.example:3000".parse().unwrap());
+        headers.insert(header::HOST, "evil.example:3000".parse().unwrap());
+        assert!(
+            !same_origin(&policy, &headers),
+            "a Host header that agrees with the Origin is not enough"
+        );
     }
 }

@@ -32,6 +32,15 @@ impl Caller {
             source,
         }
     }
+
+    /// How the settings audit names this caller: `alice`, `api-key:<name>`, `cli:<user>`.
+    pub fn actor(&self) -> String {
+        match self.kind {
+            "api_key" => format!("api-key:{}", self.name),
+            "cli" => format!("cli:{}", self.name),
+            _ => self.name.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -2,6 +2,7 @@
 
 pub mod admin_user;
 pub mod api_key;
+pub mod artifact;
 pub mod execution;
 pub mod settings_audit;
 pub mod system_setting;
@@ -34,6 +35,58 @@ pub async fn connect(url: &str) -> Result<SqlitePool, sqlx::Error> {
 /// Applies the migrations in `migrations/` (embedded at compile time).
 pub async fn migrate(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {
     sqlx::migrate!("./migrations").run(pool).await
+}
+
+/// Creates the data directory with mode 0700 (it holds the database and the secret key). An
+/// existing directory is left as it is (it may be shared, e.g. /var/lib); if others can read
+/// it, that is logged.
+pub fn private_data_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    } else if std::fs::metadata(dir)?.permissions().mode() & 0o077 != 0 {
+        tracing::warn!(
+            dir = %dir.display(),
+            "the data directory is readable by other users; consider chmod 700"
+        );
+    }
+    Ok(())
+}
+
+/// Creates the SQLite file with mode 0600 before SQLite does (it would use 0644, and gives the
+/// `-wal` and `-shm` files the mode of the database file), and narrows an existing database
+/// and its `-wal`/`-shm` to 0600: they hold live session ids.
+pub fn private_file(file: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    if !file.exists() {
+        if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(file)
+        {
+            Ok(_) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(error) => return Err(error),
+        }
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = file.as_os_str().to_owned();
+        path.push(suffix);
+        let path = std::path::PathBuf::from(path);
+        if let Ok(meta) = std::fs::metadata(&path) {
+            if meta.permissions().mode() & 0o077 != 0 {
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The file behind a SQLite URL, or `None` for in-memory databases.

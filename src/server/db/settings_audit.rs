@@ -1,5 +1,7 @@
-//! Repository for `settings_audit`: one row per settings change, never with secret values.
+//! Repository for `settings_audit`: one row per settings change, connection test or sign-in,
+//! never with setting or secret values.
 
+use serde_json::{Map, Value};
 use sqlx::SqlitePool;
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
@@ -10,6 +12,9 @@ pub struct AuditEntry {
     pub action: String,
     /// JSON array of the keys whose values changed.
     pub changed_keys: String,
+    /// JSON object: what else the event says (a test's destination and outcome, a sign-in's
+    /// address).
+    pub detail: String,
     pub created_at: String,
 }
 
@@ -21,38 +26,89 @@ pub async fn record(
     action: &str,
     changed_keys: &[String],
 ) -> Result<(), sqlx::Error> {
+    insert(
+        pool,
+        actor,
+        setting,
+        provider,
+        action,
+        changed_keys,
+        &Map::new(),
+    )
+    .await
+}
+
+/// An event that changes no key: `detail` says what happened (never a setting's value).
+pub async fn record_event(
+    pool: &SqlitePool,
+    actor: &str,
+    setting: &str,
+    provider: Option<&str>,
+    action: &str,
+    detail: &Map<String, Value>,
+) -> Result<(), sqlx::Error> {
+    insert(pool, actor, setting, provider, action, &[], detail).await
+}
+
+async fn insert(
+    pool: &SqlitePool,
+    actor: &str,
+    setting: &str,
+    provider: Option<&str>,
+    action: &str,
+    changed_keys: &[String],
+    detail: &Map<String, Value>,
+) -> Result<(), sqlx::Error> {
     let keys = serde_json::to_string(changed_keys).unwrap_or_else(|_| "[]".into());
-    sqlx::query("insert into settings_audit (actor, setting, provider, action, changed_keys) values (?, ?, ?, ?, ?)")
-        .bind(actor)
-        .bind(setting)
-        .bind(provider)
-        .bind(action)
-        .bind(keys)
-        .execute(pool)
-        .await?;
+    let detail = serde_json::to_string(detail).unwrap_or_else(|_| "{}".into());
+    sqlx::query(
+        "insert into settings_audit (actor, setting, provider, action, changed_keys, detail) \
+         values (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(actor)
+    .bind(setting)
+    .bind(provider)
+    .bind(action)
+    .bind(keys)
+    .bind(detail)
+    .execute(pool)
+    .await?;
     Ok(())
 }
 
 /// The newest entries first.
 pub async fn recent(pool: &SqlitePool, limit: i64) -> Result<Vec<AuditEntry>, sqlx::Error> {
     sqlx::query_as(
-        "select actor, setting, provider, action, changed_keys, created_at from settings_audit \
-         order by id desc limit ?",
+        "select actor, setting, provider, action, changed_keys, detail, created_at \
+         from settings_audit order by id desc limit ?",
     )
     .bind(limit)
     .fetch_all(pool)
     .await
 }
 
-pub async fn count(pool: &SqlitePool) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("select count(*) from settings_audit")
-        .fetch_one(pool)
-        .await
+/// `action in (?, ?, …)` for `actions`, to bind them after.
+fn action_filter(actions: &[&str]) -> String {
+    format!("action in ({})", vec!["?"; actions.len().max(1)].join(", "))
 }
 
-/// Page `page` (1-based) of `size` entries, newest first.
+/// Entries whose action is one of `actions`.
+pub async fn count(pool: &SqlitePool, actions: &[&str]) -> Result<i64, sqlx::Error> {
+    let sql = format!(
+        "select count(*) from settings_audit where {}",
+        action_filter(actions)
+    );
+    let mut query = sqlx::query_scalar(&sql);
+    for action in actions {
+        query = query.bind(*action);
+    }
+    query.fetch_one(pool).await
+}
+
+/// Page `page` (1-based) of `size` entries whose action is one of `actions`, newest first.
 pub async fn page(
     pool: &SqlitePool,
+    actions: &[&str],
     page: u32,
     size: u32,
 ) -> Result<Vec<crate::model::audit::AuditEntry>, sqlx::Error> {
@@ -64,16 +120,23 @@ pub async fn page(
         provider: Option<String>,
         action: String,
         changed_keys: String,
+        detail: String,
         created_at: String,
     }
-    let rows: Vec<Row> = sqlx::query_as(
-        "select id, actor, setting, provider, action, changed_keys, created_at from settings_audit \
-         order by id desc limit ? offset ?",
-    )
-    .bind(i64::from(size))
-    .bind(i64::from(page.saturating_sub(1)) * i64::from(size))
-    .fetch_all(pool)
-    .await?;
+    let sql = format!(
+        "select id, actor, setting, provider, action, changed_keys, detail, created_at \
+         from settings_audit where {} order by id desc limit ? offset ?",
+        action_filter(actions)
+    );
+    let mut query = sqlx::query_as(&sql);
+    for action in actions {
+        query = query.bind(*action);
+    }
+    let rows: Vec<Row> = query
+        .bind(i64::from(size))
+        .bind(i64::from(page.saturating_sub(1)) * i64::from(size))
+        .fetch_all(pool)
+        .await?;
     Ok(rows
         .into_iter()
         .map(|row| crate::model::audit::AuditEntry {
@@ -83,6 +146,17 @@ pub async fn page(
             provider: row.provider,
             action: row.action,
             changed_keys: serde_json::from_str(&row.changed_keys).unwrap_or_default(),
+            detail: serde_json::from_str::<Map<String, Value>>(&row.detail)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(key, value)| {
+                    let text = match value {
+                        Value::String(text) => text,
+                        other => other.to_string(),
+                    };
+                    (key, text)
+                })
+                .collect(),
             created_at: row.created_at,
         })
         .collect())

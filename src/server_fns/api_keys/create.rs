@@ -3,7 +3,8 @@ use leptos::prelude::*;
 use crate::{model::api_key::CreatedKey, server_fns::error::AppError};
 
 /// Creates an API key named `name` with the ticked scopes (checkboxes `execute`, `admin`).
-/// The key is in the answer (or, for a plain form post, on the next page view) and never again.
+/// The key is in the answer (or, for a plain form post, on the next page view, kept sealed in
+/// the session until then) and never again.
 #[server(prefix = "/rpc", endpoint = "create_api_key")]
 pub async fn create_api_key(
     name: String,
@@ -39,7 +40,13 @@ pub async fn create_api_key(
     };
     if plain_form() {
         let flash = match &outcome {
-            Ok(created) => ApiKeyFlash::Created(created.clone()),
+            // The key waits in the session row for the page view after the redirect: sealed
+            // with the console's secret key, so neither the database nor its write-ahead log
+            // ever holds it in clear. Taking the flash deletes it.
+            Ok(created) => ApiKeyFlash::Created(crate::model::api_key::CreatedKey {
+                info: created.info.clone(),
+                key: state.secrets.seal(&created.key),
+            }),
             Err(message) => ApiKeyFlash::Invalid {
                 message: message.clone(),
                 name: name.clone(),

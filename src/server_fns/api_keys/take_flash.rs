@@ -11,7 +11,16 @@ pub async fn take_api_key_flash() -> Result<Option<ApiKeyFlash>, AppError> {
     let session = leptos_axum::extract::<tower_sessions::Session>()
         .await
         .map_err(internal)?;
-    crate::server::flash::take(&session, API_KEY_FLASH)
+    let flash = crate::server::flash::take(&session, API_KEY_FLASH)
         .await
-        .map_err(internal)
+        .map_err(internal)?;
+    // A created key is stored sealed (see create_api_key); it is opened only for this view.
+    match flash {
+        Some(ApiKeyFlash::Created(mut created)) => {
+            let state = expect_context::<crate::server::state::AppState>();
+            created.key = state.secrets.open(&created.key).map_err(internal)?;
+            Ok(Some(ApiKeyFlash::Created(created)))
+        }
+        other => Ok(other),
+    }
 }

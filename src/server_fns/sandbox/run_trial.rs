@@ -34,9 +34,20 @@ pub async fn run_trial(
             .active()
             .map(|(kind, _)| kind)
             .unwrap_or_default();
+        let artifacts = result
+            .as_ref()
+            .map(|r| r.artifacts.as_slice())
+            .unwrap_or_default();
+        let downloads = crate::server::artifacts::keep(&state.pool, admin.id, artifacts)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "could not keep a trial's artifacts for download");
+                Vec::new()
+            });
         let outcome = FlashOutcome::Trial {
             input,
             result: result.clone().map_err(|e| e.to_string()),
+            downloads,
         };
         let flash = SandboxFlash {
             kind: kind.clone(),

@@ -99,6 +99,7 @@ pub fn schema() -> ConfigSchema {
                 .placeholder("1234567890...")
                 .group(FieldGroup::Deployment)
                 .env("AGENTRUN_ACCOUNT_ID")
+                .destination()
                 .required(),
             FieldSpec::new(
                 "region",
@@ -116,7 +117,8 @@ pub fn schema() -> ConfigSchema {
             .describe("Aliyun region for Code Interpreter service.")
             .default_value(json!(d.region))
             .group(FieldGroup::Deployment)
-            .env("AGENTRUN_REGION"),
+            .env("AGENTRUN_REGION")
+            .destination(),
             FieldSpec::new("template_name", FieldKind::String, "Template Name")
                 .describe(
                     "Optional sandbox template name for pre-configured environments. Empty: the \
@@ -148,13 +150,15 @@ pub fn schema() -> ConfigSchema {
                     "Only for a private endpoint: the data API's URL instead of \
                      https://<account>-ram.agentrun-data.<region>.aliyuncs.com.",
                 )
-                .group(FieldGroup::Deployment),
+                .group(FieldGroup::Deployment)
+                .destination(),
             FieldSpec::new("control_endpoint", FieldKind::String, "Control endpoint override")
                 .describe(
                     "Only for a private endpoint: the template API's URL instead of \
                      https://agentrun.<region>.aliyuncs.com.",
                 )
-                .group(FieldGroup::Deployment),
+                .group(FieldGroup::Deployment)
+                .destination(),
         ],
     }
 }

@@ -89,6 +89,7 @@ pub fn schema() -> ConfigSchema {
                 .default_value(json!(d.domain))
                 .group(FieldGroup::Deployment)
                 .env("E2B_DOMAIN")
+                .destination()
                 .required(),
             FieldSpec::new("template", FieldKind::String, "Template")
                 .describe("Sandbox template (id or alias); it must run E2B's code interpreter.")
@@ -103,7 +104,9 @@ pub fn schema() -> ConfigSchema {
                 .default_value(json!(d.sandbox_timeout_secs)),
             FieldSpec::new("request_timeout_secs", integer(1, 300), "Request timeout (seconds)")
                 .describe("How long one API call (create, delete, health) may take.")
-                .default_value(json!(d.request_timeout_secs)),
+                .default_value(json!(d.request_timeout_secs))
+                // RAGFlow's e2b provider: "Request Timeout (seconds)".
+                .alias("timeout"),
             fields::timeout_secs(d.timeout_secs, "the sandbox"),
             fields::memory_mb(
                 d.memory_mb,
@@ -118,13 +121,15 @@ pub fn schema() -> ConfigSchema {
             max_artifact_bytes,
             FieldSpec::new("api_url", FieldKind::String, "API URL override")
                 .describe("Only for a self-hosted or proxied E2B: the API's URL instead of https://api.<domain>.")
-                .group(FieldGroup::Deployment),
+                .group(FieldGroup::Deployment)
+                .destination(),
             FieldSpec::new("sandbox_url", FieldKind::String, "Sandbox URL override")
                 .describe(
                     "Only for a self-hosted or proxied E2B: one URL for every sandbox, routed by \
                      the E2b-Sandbox-Id and E2b-Sandbox-Port headers.",
                 )
-                .group(FieldGroup::Deployment),
+                .group(FieldGroup::Deployment)
+                .destination(),
         ],
     }
 }

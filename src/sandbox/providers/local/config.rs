@@ -61,16 +61,20 @@ pub fn schema() -> ConfigSchema {
             FieldSpec::new("python_path", FieldKind::String, "Python interpreter")
                 .describe("Absolute path of the Python 3 interpreter on this host.")
                 .default_value(json!(d.python_path))
+                .alias("python_bin")
                 .required(),
             FieldSpec::new("node_path", FieldKind::String, "Node.js interpreter")
                 .describe("Absolute path of the node binary on this host.")
                 .default_value(json!(d.node_path))
+                .alias("node_bin")
                 .required(),
-            fields::timeout_secs(d.timeout_secs, "the whole process tree"),
+            // RAGFlow's local provider names these timeout (seconds) and max_memory_mb.
+            fields::timeout_secs(d.timeout_secs, "the whole process tree").alias("timeout"),
             fields::memory_mb(
                 d.memory_mb,
                 "Memory limit of one run (a cgroup limit when the console runs as root).",
-            ),
+            )
+            .alias("max_memory_mb"),
             FieldSpec::new("max_processes", integer(1, 1024), "Max processes")
                 .describe("How many processes and threads one run may have at once.")
                 .default_value(json!(d.max_processes)),

@@ -70,6 +70,7 @@ pub fn schema() -> ConfigSchema {
                 .placeholder(EXAMPLE_ENDPOINT)
                 .default_value(json!(d.endpoint))
                 .group(FieldGroup::Deployment)
+                .destination()
                 .required(),
             FieldSpec::new("api_token", FieldKind::Secret, "API token")
                 .describe(

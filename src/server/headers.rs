@@ -1,0 +1,63 @@
+//! Response headers every answer gets: a Content-Security-Policy with a fresh nonce on each
+//! HTML page (the app's own scripts carry it; nothing else runs), and `Cache-Control:
+//! no-store` on everything that sets no caching of its own (pages, `/rpc/*`, `/api/*`,
+//! exports: they hold an admin's data, which no shared or browser cache may keep).
+
+use axum::{
+    extract::Request,
+    http::{header, HeaderValue},
+    middleware::Next,
+    response::Response,
+};
+use leptos::nonce::Nonce;
+
+/// The policy of an HTML page whose scripts carry `nonce`. `'wasm-unsafe-eval'` lets the page
+/// compile its own WebAssembly (not `eval`); `'self'` covers the app's JS module and wasm,
+/// which load from this origin. Images may be `data:` (artifact previews are `<img>` only).
+pub fn page_policy(nonce: &str) -> String {
+    format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; \
+         style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; \
+         object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+    )
+}
+
+/// Gives each request a nonce (for the Leptos render, through the request's extensions) and
+/// each HTML answer the policy naming it. Answers that set their own policy keep it.
+pub async fn content_security_policy(mut request: Request, next: Next) -> Response {
+    let nonce = Nonce::new();
+    request.extensions_mut().insert(nonce.clone());
+    let mut response = next.run(request).await;
+    let html = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"));
+    if html
+        && !response
+            .headers()
+            .contains_key(header::CONTENT_SECURITY_POLICY)
+    {
+        if let Ok(value) = HeaderValue::from_str(&page_policy(&nonce)) {
+            response
+                .headers_mut()
+                .insert(header::CONTENT_SECURITY_POLICY, value);
+        }
+    }
+    response
+}
+
+/// `Cache-Control: no-store` unless the answer chose its own (the static files revalidate).
+pub async fn no_store_by_default(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    response
+        .headers_mut()
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+/// The nonce of the request being rendered, for the Leptos context.
+pub fn request_nonce(parts: &http::request::Parts) -> Option<Nonce> {
+    parts.extensions.get::<Nonce>().cloned()
+}
