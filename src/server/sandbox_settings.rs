@@ -445,7 +445,7 @@ impl SandboxService {
                 let value = f.normalized(values.get(&f.key))?;
                 let text = match value {
                     Value::String(text) if text.is_empty() => return None,
-                    Value::String(text) => text,
+                    Value::String(text) => without_userinfo(text),
                     other => other.to_string(),
                 };
                 Some(format!("{}={}", f.key, text))
@@ -783,6 +783,19 @@ fn invalid(key: &str, message: String) -> SaveOutcome {
     }
 }
 
+/// A URL with any `user:password@` replaced by `***@`: credentials typed into an endpoint
+/// (which the providers refuse) must not reach the audit either.
+fn without_userinfo(text: String) -> String {
+    match url::Url::parse(&text) {
+        Ok(mut url) if !url.username().is_empty() || url.password().is_some() => {
+            let _ = url.set_password(None);
+            let _ = url.set_username("***");
+            url.to_string()
+        }
+        _ => text,
+    }
+}
+
 fn finish(mut report: ConnectionReport, started: Instant) -> ConnectionReport {
     report.latency_ms = started.elapsed().as_millis() as u64;
     report
@@ -906,6 +919,19 @@ mod tests {
             .flatten()
             .flat_map(|e| std::fs::read(e.path()).unwrap_or_default())
             .collect()
+    }
+
+    #[test]
+    fn credentials_in_an_endpoint_never_reach_the_audit() {
+        assert_eq!(
+            without_userinfo("https://user:hunter2@executor:9385/".into()),
+            "https://***@executor:9385/"
+        );
+        assert_eq!(
+            without_userinfo("http://executor:9385".into()),
+            "http://executor:9385"
+        );
+        assert_eq!(without_userinfo("cn-hangzhou".into()), "cn-hangzhou");
     }
 
     #[tokio::test]
