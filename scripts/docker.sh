@@ -12,7 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf '\033[1mdocker:\033[0m %s\n' "$*"; }
-state=${SANDBOX_DOCKER_STATE:-/tmp/sandbox-console-dockerd}
+# (Not SANDBOX_DOCKER_*: `configure --provider docker --from-env` reads that prefix.)
+state=${SANDBOX_CONSOLE_DOCKERD_STATE:-/tmp/sandbox-console-dockerd}
 image=${SANDBOX_RUNTIME_IMAGE:-sandbox-runtime:local}
 # Bumped when build_image changes, so `up` rebuilds an image an older checkout made.
 image_version=2

@@ -39,7 +39,7 @@ pub fn serve(path: &str, headers: &HeaderMap) -> Option<Response> {
     {
         return Some(StatusCode::NOT_MODIFIED.into_response());
     }
-    let mut response = Response::new(Body::from(file.data.into_owned()));
+    let mut response = Response::new(Body::from(file.data));
     let headers = response.headers_mut();
     if let Ok(mime) = HeaderValue::from_str(file.metadata.mimetype()) {
         headers.insert(header::CONTENT_TYPE, mime);

@@ -242,6 +242,23 @@ pub struct Config {
         global = true
     )]
     pub idle_timeout_secs: u64,
+    /// Seconds a request body may pause, or a client leave an answer unread, before its
+    /// request fails or its connection is closed.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_STALL_TIMEOUT_SECS",
+        default_value_t = 30,
+        global = true
+    )]
+    pub stall_timeout_secs: u64,
+    /// Seconds a whole request body may take to arrive, however steadily it trickles in.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_BODY_TIMEOUT_SECS",
+        default_value_t = 60,
+        global = true
+    )]
+    pub body_timeout_secs: u64,
     /// Connections served at once (also kept below the open-files limit); one more is
     /// answered 503 at once and closed.
     #[arg(
@@ -306,6 +323,8 @@ impl std::fmt::Debug for Config {
             .field("public_url", &self.public_url)
             .field("header_read_timeout_secs", &self.header_read_timeout_secs)
             .field("idle_timeout_secs", &self.idle_timeout_secs)
+            .field("stall_timeout_secs", &self.stall_timeout_secs)
+            .field("body_timeout_secs", &self.body_timeout_secs)
             .field("max_connections", &self.max_connections)
             .finish()
     }

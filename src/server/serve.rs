@@ -1,7 +1,9 @@
 //! The accept loop of both listeners: what `axum::serve` does, plus the limits it lacks.
 //! Every connection must send a request's headers within `header_read` (counted from the
 //! accept, or from the first byte after an idle spell), a keep-alive connection idle for
-//! `idle` is closed, a request body that stalls for `body_stall` fails, and at most
+//! `idle` is closed, a request body that stalls for `body_stall` or takes longer than
+//! `body_total` fails, a client that leaves an answer unread for `body_stall` is cut off,
+//! and at most
 //! `max_connections` are served at once: one more is answered `503` at once and closed, never
 //! queued. On stop, the listener closes, idle connections close, and requests in flight get
 //! up to `drain` to finish.
@@ -12,10 +14,7 @@ use std::{
     io,
     net::SocketAddr,
     pin::{pin, Pin},
-    sync::{
-        atomic::{AtomicUsize, Ordering},
-        Arc, Mutex,
-    },
+    sync::{Arc, Mutex},
     task::{Context, Poll},
     time::Duration,
 };
@@ -28,7 +27,7 @@ use hyper_util::{
     service::TowerToHyperService,
 };
 use tokio::{
-    io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf},
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf},
     net::{TcpListener, TcpStream},
     sync::{watch, Notify, Semaphore},
     time::{sleep_until, timeout, Instant},
@@ -50,7 +49,10 @@ the console is at its connection limit: retry\n";
 pub struct Limits {
     pub header_read: Duration,
     pub idle: Duration,
+    /// Longest pause in a request body, and longest a client may leave an answer unread.
     pub body_stall: Duration,
+    /// Longest a whole request body may take.
+    pub body_total: Duration,
     pub max_connections: usize,
     pub drain: Duration,
 }
@@ -139,10 +141,15 @@ pub async fn serve(
     Ok(())
 }
 
+/// Answers 503 and closes. What the client sent is read (briefly) before the close: closing
+/// a socket with unread input sends a reset, which can make the client drop the answer.
 async fn refuse(mut stream: TcpStream) {
     let answer = async {
         stream.write_all(OVERFLOW).await?;
-        stream.shutdown().await
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        while stream.read(&mut sink).await? > 0 {}
+        Ok::<_, io::Error>(())
     };
     let _ = timeout(Duration::from_secs(1), answer).await;
 }
@@ -157,47 +164,160 @@ enum Phase {
 }
 
 #[derive(Debug)]
+struct State {
+    /// Requests whose answer is not yet written in full.
+    in_flight: usize,
+    phase: Phase,
+    /// Since when a write to the client has been waiting (a client that does not read).
+    write_blocked: Option<Instant>,
+}
+
+#[derive(Debug)]
 struct Activity {
-    in_flight: AtomicUsize,
-    phase: Mutex<Phase>,
+    state: Mutex<State>,
     changed: Notify,
 }
 
 impl Activity {
-    fn set(&self, phase: Phase) {
-        *self.phase.lock().expect("phase lock") = phase;
-        self.changed.notify_one();
+    fn new() -> Arc<Self> {
+        Arc::new(Activity {
+            state: Mutex::new(State {
+                in_flight: 0,
+                phase: Phase::AwaitingHead(Instant::now()),
+                write_blocked: None,
+            }),
+            changed: Notify::new(),
+        })
     }
 
-    fn phase(&self) -> Phase {
-        *self.phase.lock().expect("phase lock")
-    }
-
-    /// The first bytes after an idle spell start the clock for the next request's headers.
-    fn bytes_read(&self) {
-        let mut phase = self.phase.lock().expect("phase lock");
-        if matches!(*phase, Phase::Idle(_)) {
-            *phase = Phase::AwaitingHead(Instant::now());
-            drop(phase);
+    fn update(&self, change: impl FnOnce(&mut State) -> bool) {
+        let changed = change(&mut self.state.lock().expect("connection state lock"));
+        if changed {
             self.changed.notify_one();
         }
     }
 
+    fn snapshot(&self) -> (Phase, Option<Instant>) {
+        let state = self.state.lock().expect("connection state lock");
+        (state.phase, state.write_blocked)
+    }
+
+    /// The first bytes after an idle spell start the clock for the next request's headers.
+    fn bytes_read(&self) {
+        self.update(|state| {
+            let idle = matches!(state.phase, Phase::Idle(_));
+            if idle {
+                state.phase = Phase::AwaitingHead(Instant::now());
+            }
+            idle
+        });
+    }
+
     fn request_started(self: &Arc<Self>) -> InFlight {
-        self.in_flight.fetch_add(1, Ordering::SeqCst);
-        self.set(Phase::Busy);
+        self.update(|state| {
+            state.in_flight += 1;
+            state.phase = Phase::Busy;
+            true
+        });
         InFlight(self.clone())
+    }
+
+    fn write_pending(&self) {
+        self.update(|state| {
+            let new = state.write_blocked.is_none();
+            if new {
+                state.write_blocked = Some(Instant::now());
+            }
+            new
+        });
+    }
+
+    fn write_done(&self) {
+        // Nothing to wake the watchdog for: a later deadline is recomputed when it wakes.
+        self.update(|state| {
+            state.write_blocked = None;
+            false
+        });
     }
 }
 
-/// One request being handled; the connection is idle again when the last one is dropped.
+/// One request whose answer is not yet written in full; the connection is idle again when
+/// the last one is dropped (with its response body, so a long answer keeps it busy).
 struct InFlight(Arc<Activity>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.set(Phase::Idle(Instant::now()));
+        self.0.update(|state| {
+            state.in_flight -= 1;
+            if state.in_flight == 0 {
+                state.phase = Phase::Idle(Instant::now());
+            }
+            true
+        });
+    }
+}
+
+/// A response body that holds its request's `InFlight` until it has been written.
+struct Guarded {
+    inner: Body,
+    guard: Option<InFlight>,
+}
+
+impl http_body::Body for Guarded {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None) | Poll::Ready(Some(Err(_)))) {
+            self.guard = None;
         }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A request body that must arrive in full within a total time, whatever pace it keeps (a
+/// byte every few seconds would never trip the per-chunk stall timeout).
+struct Deadline<B> {
+    inner: Pin<Box<B>>,
+    sleep: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<B> http_body::Body for Deadline<B>
+where
+    B: http_body::Body,
+    B::Error: Into<axum::BoxError>,
+{
+    type Data = B::Data;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        if self.sleep.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err("the request body did not arrive in time".into())));
+        }
+        self.inner.as_mut().poll_frame(cx).map_err(Into::into)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -208,11 +328,7 @@ async fn connection(
     limits: Limits,
     mut stop: watch::Receiver<bool>,
 ) {
-    let activity = Arc::new(Activity {
-        in_flight: AtomicUsize::new(0),
-        phase: Mutex::new(Phase::AwaitingHead(Instant::now())),
-        changed: Notify::new(),
-    });
+    let activity = Activity::new();
     let io = TokioIo::new(Watched {
         inner: stream,
         activity: activity.clone(),
@@ -222,12 +338,25 @@ async fn connection(
         tower::service_fn(move |mut request: hyper::Request<Incoming>| {
             let guard = activity.request_started();
             request.extensions_mut().insert(ConnectInfo(peer));
-            let request = request.map(|body| Body::new(TimeoutBody::new(limits.body_stall, body)));
+            let request = request.map(|body| {
+                Body::new(Deadline {
+                    inner: Box::pin(TimeoutBody::new(limits.body_stall, body)),
+                    sleep: Box::pin(tokio::time::sleep(limits.body_total)),
+                })
+            });
             let router = router.clone();
             async move {
-                let response = router.oneshot(request).await;
-                drop(guard);
-                Ok::<_, Infallible>(response.unwrap_or_else(|never| match never {}))
+                let response = router
+                    .oneshot(request)
+                    .await
+                    .unwrap_or_else(|never| match never {});
+                let response = response.map(|inner| {
+                    Body::new(Guarded {
+                        inner,
+                        guard: Some(guard),
+                    })
+                });
+                Ok::<_, Infallible>(response)
             }
         })
     };
@@ -239,13 +368,26 @@ async fn connection(
     builder.http2().timer(TokioTimer::new());
     let mut conn =
         pin!(builder.serve_connection_with_upgrades(io, TowerToHyperService::new(service)));
+    // Set when this connection is being closed gracefully for being idle: by then it must be
+    // gone (a client may not keep it open by not reading).
+    let mut close_by: Option<Instant> = None;
     let mut draining = false;
     loop {
-        let deadline = match activity.phase() {
-            Phase::AwaitingHead(since) => since + limits.header_read,
-            Phase::Idle(since) if !draining => since + limits.idle,
-            _ => Instant::now() + Duration::from_secs(3600),
-        };
+        let (phase, write_blocked) = activity.snapshot();
+        let far = Instant::now() + Duration::from_secs(3600);
+        let deadline = [
+            match phase {
+                Phase::AwaitingHead(since) => Some(since + limits.header_read),
+                Phase::Idle(since) if !draining => Some(since + limits.idle),
+                _ => None,
+            },
+            write_blocked.map(|since| since + limits.body_stall),
+            close_by,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(far);
         tokio::select! {
             result = conn.as_mut() => {
                 if let Err(error) = result {
@@ -258,17 +400,29 @@ async fn connection(
                 conn.as_mut().graceful_shutdown();
             }
             () = activity.changed.notified() => {}
-            () = sleep_until(deadline) => match activity.phase() {
-                Phase::AwaitingHead(since) if since.elapsed() >= limits.header_read => {
-                    tracing::debug!(%peer, "closing a connection that sent no complete request headers in time");
+            () = sleep_until(deadline) => {
+                let (phase, write_blocked) = activity.snapshot();
+                let now = Instant::now();
+                if write_blocked.is_some_and(|since| now - since >= limits.body_stall) {
+                    tracing::debug!(%peer, "closing a connection whose client stopped reading");
                     return;
                 }
-                Phase::Idle(since) if since.elapsed() >= limits.idle && !draining => {
-                    draining = true;
-                    conn.as_mut().graceful_shutdown();
+                if close_by.is_some_and(|at| now >= at) {
+                    return;
                 }
-                _ => {}
-            },
+                match phase {
+                    Phase::AwaitingHead(since) if now - since >= limits.header_read => {
+                        tracing::debug!(%peer, "closing a connection that sent no complete request headers in time");
+                        return;
+                    }
+                    Phase::Idle(since) if now - since >= limits.idle && !draining => {
+                        draining = true;
+                        close_by = Some(now + limits.body_stall);
+                        conn.as_mut().graceful_shutdown();
+                    }
+                    _ => {}
+                }
+            }
         }
     }
 }
@@ -294,17 +448,30 @@ impl AsyncRead for Watched {
     }
 }
 
+impl Watched {
+    /// Tells `Activity` whether the client takes what is written.
+    fn track<T>(&self, polled: Poll<T>) -> Poll<T> {
+        match polled {
+            Poll::Pending => self.activity.write_pending(),
+            Poll::Ready(_) => self.activity.write_done(),
+        }
+        polled
+    }
+}
+
 impl AsyncWrite for Watched {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.track(polled)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let polled = Pin::new(&mut self.inner).poll_flush(cx);
+        self.track(polled)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -316,7 +483,8 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.track(polled)
     }
 
     fn is_write_vectored(&self) -> bool {

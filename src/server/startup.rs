@@ -108,7 +108,8 @@ impl Application {
         let limits = Limits {
             header_read: Duration::from_secs(config.header_read_timeout_secs.max(1)),
             idle: Duration::from_secs(config.idle_timeout_secs.max(1)),
-            body_stall: BODY_STALL,
+            body_stall: Duration::from_secs(config.stall_timeout_secs.max(1)),
+            body_total: Duration::from_secs(config.body_timeout_secs.max(1)),
             max_connections: serve::effective_max_connections(config.max_connections, descriptors),
             drain: DRAIN,
         };
@@ -237,14 +238,18 @@ impl Application {
         if let Some(server) = metrics_server {
             server.abort();
         }
-        state.pool.close().await;
+        // Connections still held by requests cut off after the drain would keep close() waiting.
+        if tokio::time::timeout(Duration::from_secs(5), state.pool.close())
+            .await
+            .is_err()
+        {
+            tracing::warn!("the database pool did not close within 5 s");
+        }
         tracing::info!("stopped");
         result
     }
 }
 
-/// A request body may pause this long between chunks before its request fails.
-const BODY_STALL: Duration = Duration::from_secs(30);
 /// After SIGTERM, requests in flight get this long to finish (the longest run is 600 s).
 const DRAIN: Duration = Duration::from_secs(630);
 
@@ -258,10 +263,6 @@ pub async fn open_database(config: &Config) -> anyhow::Result<sqlx::SqlitePool> 
         )
     })?;
     let url = config.database_url();
-    if let Some(file) = db::sqlite_file(&url) {
-        db::private_file(&file)
-            .with_context(|| format!("cannot create the database file {}", file.display()))?;
-    }
     let pool = db::connect(&url)
         .await
         .with_context(|| format!("cannot open the database {url}"))?;
@@ -373,7 +374,11 @@ fn announce_first_admin(first: &account::FirstAdmin) {
     }
 }
 
-/// Deletes expired sessions and expired trial artifacts every ten minutes.
+/// Sign-in events the audit keeps (the newest).
+const KEEP_SIGN_INS: i64 = 100_000;
+
+/// Deletes expired sessions and expired trial artifacts, and trims the sign-in events, every
+/// ten minutes.
 async fn sweep_expired(pool: sqlx::SqlitePool) {
     let mut every = tokio::time::interval(Duration::from_secs(600));
     loop {
@@ -387,6 +392,11 @@ async fn sweep_expired(pool: sqlx::SqlitePool) {
             Ok(0) => {}
             Ok(n) => tracing::debug!(n, "deleted expired artifacts"),
             Err(error) => tracing::warn!(%error, "could not delete expired artifacts"),
+        }
+        match db::settings_audit::trim_sign_ins(&pool, KEEP_SIGN_INS).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(n, "trimmed old sign-in events from the audit"),
+            Err(error) => tracing::warn!(%error, "could not trim the sign-in events"),
         }
     }
 }

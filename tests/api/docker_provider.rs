@@ -186,7 +186,10 @@ async fn every_container_is_hardened() {
         .unwrap()
         .contains("size=64m"));
     assert!(host["Tmpfs"]["/tmp"].as_str().unwrap().contains("size=64m"));
-    assert_eq!(inspected[0]["Config"]["User"], "65534:65534");
+    assert_eq!(
+        inspected[0]["Config"]["User"], "65533:65533",
+        "the container's own processes are not the programs' uid (65534)"
+    );
     assert_eq!(inspected[0]["Config"]["Labels"][docker::LABEL_MANAGED], "1");
     settle(&pool, 0).await;
 }
@@ -243,7 +246,7 @@ async fn hostile_programs_get_typed_statuses_and_nothing_escapes() {
             (
                 "snoops the environment and /proc",
                 Language::Python,
-                "import os\ndef main():\n    env = sorted(os.environ)\n    procs = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n    leaked = [p for p in procs if b'CANARY' in open('/proc/%d/environ' % p, 'rb').read()] if procs else []\n    return {'env': env, 'uid': os.getuid(), 'leaked': leaked, 'ifaces': os.listdir('/sys/class/net') if os.path.exists('/sys/class/net') else []}\n",
+                "import os\ndef main():\n    env = sorted(os.environ)\n    procs = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n    def environ(p):\n        try:\n            return open('/proc/%d/environ' % p, 'rb').read()\n        except PermissionError:\n            return b''\n    leaked = [p for p in procs if b'CANARY' in environ(p)]\n    return {'env': env, 'uid': os.getuid(), 'leaked': leaked, 'ifaces': os.listdir('/sys/class/net') if os.path.exists('/sys/class/net') else []}\n",
                 |r| {
                     r.status == ExecStatus::Success
                         && r.result.value["env"] == json!(["HOME", "HOSTNAME", "LANG", "PATH"])
@@ -296,7 +299,8 @@ async fn hostile_programs_get_typed_statuses_and_nothing_escapes() {
 /// Run A of the cross-run test: leaves something in every place a run can write to or keep
 /// alive in a container — files in the workspace, /tmp, /dev/shm and /dev/mqueue, System V
 /// shared memory (with data), a semaphore set and a message queue, an abstract unix socket
-/// held by a detached process, and a timer (a detached process that writes a file later).
+/// held by a detached process, a timer (a detached process that writes a file later), and a
+/// swarm that keeps forking writers (a process forked after the wipe's scan must not live on).
 const PLANT: &str = r#"
 import ctypes, os, socket, subprocess
 def main():
@@ -316,6 +320,8 @@ def main():
     listener.listen()
     subprocess.Popen(['sleep', '300'], start_new_session=True, pass_fds=[listener.fileno()])
     subprocess.Popen(['sh', '-c', 'sleep 1; echo late > /tmp/late.txt'], start_new_session=True)
+    subprocess.Popen(['sh', '-c', 'while true; do (sleep 0.2; echo late > /workspace/late.txt) & sleep 0.01; done'],
+                     start_new_session=True)
     return {'shm': shmid, 'private': private, 'sem': semid, 'msg': msgid,
             'container': os.uname().nodename}
 "#;

@@ -331,6 +331,41 @@ async fn typing_the_secret_again_sends_it_to_the_new_endpoint() {
 }
 
 #[tokio::test]
+async fn a_provider_that_redirects_never_takes_the_secret_elsewhere() {
+    let hostile = fakes::serve(hostile_peer()).await;
+    let target = hostile.url();
+    let redirecting = fakes::serve(Router::new().fallback(move |uri: axum::http::Uri| {
+        let to = format!("{target}{}", uri.path());
+        async move { axum::response::Redirect::temporary(&to) }
+    }))
+    .await;
+    let app = spawn_app().await;
+    app.login().await;
+
+    let test = app
+        .call_ok(
+            "test_sandbox_connection",
+            &[
+                ("kind", "self_managed"),
+                ("values[endpoint]", &redirecting.url()),
+                ("values[api_token]", TOKEN),
+            ],
+        )
+        .await;
+
+    assert_eq!(test["passed"], false, "{test}");
+    assert!(
+        !redirecting.journal.all().is_empty(),
+        "the endpoint was asked"
+    );
+    assert!(
+        hostile.journal.all().is_empty(),
+        "the redirect was not followed: {:?}",
+        hostile.journal.all()
+    );
+}
+
+#[tokio::test]
 async fn ragflows_test_endpoint_keeps_secrets_at_their_destination_too() {
     let e2b = fakes::e2b::start().await;
     let hostile = fakes::serve(hostile_peer()).await;
@@ -541,6 +576,82 @@ async fn connections_over_the_cap_are_answered_503_at_once_and_the_server_recove
     assert!(text.starts_with("HTTP/1.1 503"), "{text}");
     assert!(text.contains("retry-after: 1"), "{text}");
     assert_eq!(health.status().as_u16(), 200, "freed slots serve again");
+}
+
+#[tokio::test]
+async fn a_request_body_that_trickles_in_is_cut_off_at_the_body_deadline() {
+    let app = spawn_app_with(|config| {
+        config.stall_timeout_secs = 1;
+        config.body_timeout_secs = 2;
+    })
+    .await;
+    let mut trickle = TcpStream::connect(host_of(&app)).await.unwrap();
+    trickle
+        .write_all(
+            b"POST /auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\nu",
+        )
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let feeder = tokio::spawn(async move {
+        // A byte every half second: never a stall, never done.
+        for _ in 0..40 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            if trickle.write_all(b"x").await.is_err() {
+                break;
+            }
+        }
+        trickle
+    });
+
+    let mut trickle = tokio::time::timeout(Duration::from_secs(30), feeder)
+        .await
+        .expect("the feeder ends")
+        .unwrap();
+    let answer = read_until_closed(&mut trickle, Duration::from_secs(5)).await;
+
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the body was refused at its deadline, not after all 1000 bytes: {:?}",
+        started.elapsed()
+    );
+    let text = String::from_utf8_lossy(answer.as_deref().unwrap_or_default()).into_owned();
+    assert!(text.is_empty() || text.starts_with("HTTP/1.1 4"), "{text}");
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_its_answer_is_cut_off() {
+    let app = spawn_app_with(|config| config.stall_timeout_secs = 1).await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut slow = socket
+        .connect(host_of(&app).parse().unwrap())
+        .await
+        .unwrap();
+    // The site's wasm (8 MB in a debug build) is larger than what the kernel buffers.
+    slow.write_all(b"GET /pkg/sandbox-console.wasm HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let received = read_until_closed(&mut slow, Duration::from_secs(20))
+        .await
+        .expect("the server closed the connection");
+
+    let text = String::from_utf8_lossy(&received[..received.len().min(400)]).into_owned();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    let length: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .expect("a length")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        received.len() < length,
+        "cut off before the end: {} of {length} bytes",
+        received.len()
+    );
 }
 
 #[tokio::test]
@@ -865,12 +976,37 @@ async fn ragflows_admin_api_refuses_unknown_keys_and_accepts_ragflows_names() {
         "names the known ones: {message}"
     );
     assert_eq!(unchanged, before, "nothing saved");
+    let (typo, typo_body) = ragflow_config(
+        &app,
+        &key,
+        json!({"provider_type": "local", "configs": {"timeout": 20}, "set_activ": false}),
+    )
+    .await;
+    assert_eq!(typo, 400, "{typo_body}");
+    assert!(
+        typo_body["message"]
+            .as_str()
+            .unwrap()
+            .contains("Unknown fields in the request body: configs, set_activ"),
+        "{typo_body}"
+    );
     assert_eq!(saved, 200, "{saved_body}");
     assert_eq!(saved_body["data"]["config"]["timeout_secs"], 20);
     assert_eq!(saved_body["data"]["config"]["memory_mb"], 300);
     assert_eq!(
         saved_body["data"]["config"]["python_path"],
         "/usr/bin/python3.11"
+    );
+    let (pool, pool_body) = ragflow_config(
+        &app,
+        &key,
+        json!({"provider_type": "self_managed", "set_active": false, "config": {"endpoint": "http://executor:9385", "executor_manager_pool_size": 3}}),
+    )
+    .await;
+    assert_eq!(pool, 200, "{pool_body}");
+    assert_eq!(
+        pool_body["data"]["config"]["pool_size"], 3,
+        "RAGFlow's executor pool size caps the runs sent at once"
     );
 }
 

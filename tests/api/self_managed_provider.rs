@@ -473,7 +473,7 @@ async fn health_reads_healthz_and_names_an_unreachable_endpoint() {
 }
 
 #[tokio::test]
-async fn the_schema_is_the_seeds_without_pool_size_and_rejects_a_bad_endpoint() {
+async fn the_schema_is_the_seeds_with_pool_size_as_a_real_cap_and_rejects_a_bad_endpoint() {
     let keys: Vec<_> = self_managed::schema()
         .fields
         .into_iter()
@@ -492,10 +492,44 @@ async fn the_schema_is_the_seeds_without_pool_size_and_rejects_a_bad_endpoint() 
             "api_token",
             "timeout",
             "max_retries",
-            "max_output_bytes"
+            "max_output_bytes",
+            "pool_size",
+            "queue_wait_secs"
         ]
     );
     assert!(
         matches!(error, Error::ConfigInvalid { errors } if errors["endpoint"].contains("http://"))
+    );
+}
+
+/// RAGFlow's `pool_size` (also `executor_manager_pool_size`) is the executor's container
+/// pool: the provider sends at most that many runs at once, a run waits for a place up to the
+/// queue limit, and then it is pool_busy rather than piling onto a full executor.
+#[tokio::test]
+async fn pool_size_caps_the_runs_sent_to_the_executor_at_once() {
+    let fake = executor_manager::start(None).await;
+    fake.knobs.lock().unwrap().delay = Some(Duration::from_millis(1500));
+    let provider = std::sync::Arc::new(provider(
+        &fake.url(),
+        json!({ "pool_size": 1, "queue_wait_secs": 0 }),
+    ));
+    let code = request(Language::Python, "def main():\n    return 1\n", json!({}));
+
+    let first = {
+        let (provider, code) = (provider.clone(), code.clone());
+        tokio::spawn(async move { run(provider.as_ref(), &code).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let busy_pool = provider.pool_state();
+    let second = run(provider.as_ref(), &code).await;
+    let first = first.await.unwrap();
+
+    assert!(first.is_ok(), "{first:?}");
+    assert!(matches!(second, Err(Error::PoolBusy { .. })), "{second:?}");
+    assert_eq!(busy_pool.map(|p| (p.busy, p.size)), Some((1, 1)));
+    assert_eq!(
+        fake.served.journal.to("POST", "/run").len(),
+        1,
+        "the second run never reached the executor"
     );
 }

@@ -124,3 +124,56 @@ async fn sign_ins_and_connection_tests_have_views_of_their_own() {
         "the page renders the view server-side"
     );
 }
+
+#[tokio::test]
+async fn sign_in_events_are_trimmed_to_the_newest_and_nothing_else_is() {
+    use sandbox_console::server::db::settings_audit;
+    let app = spawn_app().await;
+    let pool = &app.pool;
+    for n in 0..10 {
+        let detail = serde_json::Map::from_iter([("address".to_owned(), json!(n.to_string()))]);
+        settings_audit::record_event(
+            pool,
+            "x",
+            settings_audit::SIGN_IN,
+            None,
+            "sign_in_failed",
+            &detail,
+        )
+        .await
+        .unwrap();
+        if n % 4 == 0 {
+            settings_audit::record(pool, "admin", "sandbox.local", Some("local"), "save", &[])
+                .await
+                .unwrap();
+        }
+    }
+
+    let trimmed = settings_audit::trim_sign_ins(pool, 4).await.unwrap();
+
+    assert_eq!(trimmed, 6);
+    let left: Vec<(String, String)> =
+        sqlx::query_as("select setting, detail from settings_audit order by id")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    let sign_ins: Vec<&str> = left
+        .iter()
+        .filter(|(setting, _)| setting == settings_audit::SIGN_IN)
+        .map(|(_, detail)| detail.as_str())
+        .collect();
+    assert_eq!(
+        sign_ins,
+        [
+            r#"{"address":"6"}"#,
+            r#"{"address":"7"}"#,
+            r#"{"address":"8"}"#,
+            r#"{"address":"9"}"#
+        ]
+    );
+    assert_eq!(
+        left.len() - sign_ins.len(),
+        3,
+        "settings changes are never trimmed"
+    );
+}

@@ -11,9 +11,13 @@ use crate::sandbox::Error;
 /// How long connecting to a provider may take, whatever the request's own deadline.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// An HTTP client whose every request gives up after `timeout`.
+/// An HTTP client whose every request gives up after `timeout`. It follows no redirects:
+/// a provider's answer that points elsewhere must not take the request, and the secret
+/// headers on it (`X-API-Key`, `X-Sandbox-Token`, which reqwest keeps across hosts), to a
+/// destination the secret was not saved for. A redirect is an unexpected answer instead.
 pub fn client(timeout: Duration) -> Result<reqwest::Client, Error> {
     reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
         .timeout(timeout)
         .connect_timeout(CONNECT_TIMEOUT.min(timeout))
         .user_agent(concat!("sandbox-console/", env!("CARGO_PKG_VERSION")))

@@ -160,6 +160,23 @@ fn body_object(body: Result<Bytes, BytesRejection>) -> Result<Map<String, Value>
     }
 }
 
+/// Refuses what is left of a body once its known fields are taken: a typo (`configs`,
+/// `set_activ`) must not save defaults or be ignored.
+fn nothing_else(body: &Map<String, Value>, known: &str) -> Result<(), Failure> {
+    if body.is_empty() {
+        return Ok(());
+    }
+    let mut unknown: Vec<&str> = body.keys().map(String::as_str).collect();
+    unknown.sort_unstable();
+    Err(failure(
+        format!(
+            "Unknown fields in the request body: {}. It takes {known}.",
+            unknown.join(", ")
+        ),
+        400,
+    ))
+}
+
 /// The `provider_type` and `config` of a POST body.
 fn provider_and_config(
     state: &AppState,
@@ -275,6 +292,7 @@ pub async fn set_config(
         Some(Value::Bool(b)) => b,
         Some(_) => return Err(failure("set_active must be true or false", 400)),
     };
+    nothing_else(&body, "provider_type, config and set_active")?;
     let saved = match state
         .sandbox
         .save(&actor, &kind, config, None, set_active)
@@ -311,6 +329,7 @@ pub async fn test(
     let actor = admin_key(&state, &headers).await?;
     let mut body = body_object(body)?;
     let (kind, config) = provider_and_config(&state, &mut body)?;
+    nothing_else(&body, "provider_type and config")?;
     let caller = Caller::api_key(actor.trim_start_matches("api-key:"), "test_connection");
     let report = state
         .sandbox

@@ -1,6 +1,10 @@
-//! argon2id password hashes, computed on the blocking pool so sign-ins never stall the runtime.
+//! argon2id password hashes, computed on the blocking pool so sign-ins never stall the runtime,
+//! and at most a few at a time: each takes about 19 MiB and a core's worth of work, so
+//! hundreds of concurrent sign-ins must queue (briefly) instead of exhausting memory.
 
-use std::sync::OnceLock;
+use std::{sync::OnceLock, time::Duration};
+
+use tokio::sync::Semaphore;
 
 use argon2::{
     password_hash::{rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString},
@@ -11,12 +15,35 @@ use rand::{distributions::Alphanumeric, Rng};
 /// Shortest password accepted for an account.
 pub const MIN_LENGTH: usize = 8;
 
+/// Hashes computed at once (two per core of a small machine).
+const SLOTS: usize = 4;
+/// How long a sign-in waits for a slot before it is answered "unavailable".
+const SLOT_WAIT: Duration = Duration::from_secs(10);
+
+static HASHING: Semaphore = Semaphore::const_new(SLOTS);
+
 #[derive(Debug, thiserror::Error)]
 pub enum PasswordError {
     #[error("the password must be at least {MIN_LENGTH} characters long")]
     TooShort,
     #[error("could not hash the password: {0}")]
     Hash(String),
+    #[error("too many passwords are being checked at once; try again")]
+    Busy,
+}
+
+/// Runs `work` on the blocking pool once a hashing slot is free (waiting at most `wait`).
+async fn in_slot<T: Send + 'static>(
+    wait: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, PasswordError> {
+    let _slot = tokio::time::timeout(wait, HASHING.acquire())
+        .await
+        .map_err(|_| PasswordError::Busy)?
+        .map_err(|_| PasswordError::Busy)?;
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| PasswordError::Hash(e.to_string()))
 }
 
 /// Hashes a password with argon2id (the crate's default parameters, as OWASP recommends).
@@ -24,9 +51,7 @@ pub async fn hash(password: String) -> Result<String, PasswordError> {
     if password.chars().count() < MIN_LENGTH {
         return Err(PasswordError::TooShort);
     }
-    tokio::task::spawn_blocking(move || hash_blocking(&password))
-        .await
-        .map_err(|e| PasswordError::Hash(e.to_string()))?
+    in_slot(SLOT_WAIT, move || hash_blocking(&password)).await?
 }
 
 fn hash_blocking(password: &str) -> Result<String, PasswordError> {
@@ -39,10 +64,19 @@ fn hash_blocking(password: &str) -> Result<String, PasswordError> {
 
 /// Checks `password` against a stored hash. With `None` (no such user) it checks against a
 /// dummy hash and fails, so an unknown username costs the same time as a wrong password.
-pub async fn verify(stored_hash: Option<String>, password: String) -> bool {
+/// `Err(Busy)` when no hashing slot came free in time.
+pub async fn verify(stored_hash: Option<String>, password: String) -> Result<bool, PasswordError> {
+    verify_within(SLOT_WAIT, stored_hash, password).await
+}
+
+async fn verify_within(
+    wait: Duration,
+    stored_hash: Option<String>,
+    password: String,
+) -> Result<bool, PasswordError> {
     let known = stored_hash.is_some();
     let hash = stored_hash.unwrap_or_else(|| dummy_hash().to_owned());
-    let matches = tokio::task::spawn_blocking(move || {
+    let matches = in_slot(wait, move || {
         PasswordHash::new(&hash)
             .map(|parsed| {
                 Argon2::default()
@@ -51,9 +85,8 @@ pub async fn verify(stored_hash: Option<String>, password: String) -> bool {
             })
             .unwrap_or(false)
     })
-    .await
-    .unwrap_or(false);
-    known && matches
+    .await?;
+    Ok(known && matches)
 }
 
 /// A hash of a random password nobody knows. Computed once; call `warm_up()` at start-up.
@@ -84,13 +117,23 @@ mod tests {
     async fn hash_then_verify_accepts_only_the_same_password() {
         let stored = hash("correct horse".into()).await.unwrap();
         assert!(stored.starts_with("$argon2id$"));
-        assert!(verify(Some(stored.clone()), "correct horse".into()).await);
-        assert!(!verify(Some(stored), "correct horsE".into()).await);
+        assert!(verify(Some(stored.clone()), "correct horse".into())
+            .await
+            .unwrap());
+        assert!(!verify(Some(stored), "correct horsE".into()).await.unwrap());
     }
 
     #[tokio::test]
     async fn unknown_user_never_verifies_even_with_the_dummy_password_shape() {
-        assert!(!verify(None, generate()).await);
+        assert!(!verify(None, generate()).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn with_every_slot_taken_a_check_gives_up_as_busy_instead_of_piling_up() {
+        let held = HASHING.acquire_many(SLOTS as u32).await.unwrap();
+        let outcome = verify_within(Duration::from_millis(50), None, "whatever".into()).await;
+        drop(held);
+        assert!(matches!(outcome, Err(PasswordError::Busy)), "{outcome:?}");
     }
 
     #[tokio::test]

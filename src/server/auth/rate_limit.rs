@@ -26,6 +26,8 @@ use std::{
 const MAX_KEYS: usize = 10_000;
 /// Addresses remembered per account as ones it signed in from.
 const MAX_KNOWN_ADDRESSES: usize = 32;
+/// Longest account name the limiter keeps (whatever was typed; real names are far shorter).
+const MAX_ACCOUNT_CHARS: usize = 64;
 /// How long a successful sign-in keeps an address exempt from the account's throttle.
 const KNOWN_FOR: Duration = Duration::from_secs(30 * 24 * 3600);
 
@@ -63,10 +65,59 @@ impl LoginLimiter {
         }
     }
 
-    /// `Err(retry_after)` when this address may not try this account now.
-    pub fn check(&self, account: &str, address: IpAddr) -> Result<(), Duration> {
+    /// Starts a sign-in attempt: `Err(retry_after)` when this address may not try this
+    /// account now. Otherwise the attempt counts as a failure at once (so concurrent attempts
+    /// cannot all pass before any is recorded) until `Attempt::succeeded` takes it back.
+    /// `exists`: whether the account exists; only real accounts get per-account counters
+    /// (made-up names would only fill memory).
+    pub fn begin(
+        &self,
+        account: &str,
+        address: IpAddr,
+        exists: bool,
+    ) -> Result<Attempt<'_>, Duration> {
+        let account: String = account.chars().take(MAX_ACCOUNT_CHARS).collect();
         let now = Instant::now();
         let mut state = self.state.lock().expect("limiter lock");
+        if let Some(wait) = self.wait(&mut state, &account, address, now) {
+            return Err(wait.max(Duration::from_secs(1)));
+        }
+        if state.failures.len() >= MAX_KEYS {
+            let window = self.window;
+            state.failures.retain(|_, times| {
+                prune(times, now, window);
+                !times.is_empty()
+            });
+        }
+        let mut keys = vec![Key::Address(address)];
+        if exists {
+            keys.push(Key::Pair(account.clone(), address));
+            keys.push(Key::Account(account.clone()));
+        }
+        for key in &keys {
+            state
+                .failures
+                .entry(key.clone())
+                .or_default()
+                .push_back(now);
+        }
+        Ok(Attempt {
+            limiter: self,
+            account,
+            address,
+            at: now,
+            keys,
+        })
+    }
+
+    /// How long this address must wait before trying this account, if at all.
+    fn wait(
+        &self,
+        state: &mut State,
+        account: &str,
+        address: IpAddr,
+        now: Instant,
+    ) -> Option<Duration> {
         let window = self.window;
         let mut waits = Vec::new();
         for (key, limit) in [
@@ -95,46 +146,54 @@ impl LoginLimiter {
                 }
             }
         }
-        match waits.into_iter().max() {
-            Some(wait) => Err(wait.max(Duration::from_secs(1))),
-            None => Ok(()),
+        waits.into_iter().max()
+    }
+}
+
+/// A sign-in being checked. Counted as a failure from the start; dropping it without
+/// `succeeded()` (a wrong password, or a request that went away) leaves it counted.
+#[must_use = "a sign-in attempt is a failure unless it succeeded()"]
+pub struct Attempt<'a> {
+    limiter: &'a LoginLimiter,
+    account: String,
+    address: IpAddr,
+    at: Instant,
+    keys: Vec<Key>,
+}
+
+impl Attempt<'_> {
+    /// The password could not be checked (no hashing slot came free): the attempt is taken
+    /// back without forgiving anything else.
+    pub fn withdrawn(self) {
+        let mut state = self.limiter.state.lock().expect("limiter lock");
+        for key in &self.keys {
+            if let Some(times) = state.failures.get_mut(key) {
+                if let Some(at) = times.iter().rposition(|t| *t == self.at) {
+                    times.remove(at);
+                }
+                if times.is_empty() {
+                    state.failures.remove(key);
+                }
+            }
         }
     }
 
-    pub fn record_failure(&self, account: &str, address: IpAddr) {
+    /// The password was right: the attempt is no failure, this account's failures from this
+    /// address are forgiven, and the address is remembered as one the account signs in
+    /// from. The address' count and the account's count from everywhere keep their other
+    /// entries: one good password must not reset a guesser's budget.
+    pub fn succeeded(self) {
         let now = Instant::now();
-        let mut state = self.state.lock().expect("limiter lock");
-        if state.failures.len() >= MAX_KEYS {
-            let window = self.window;
-            state.failures.retain(|_, times| {
-                prune(times, now, window);
-                !times.is_empty()
-            });
-        }
-        for key in [
-            Key::Pair(account.to_owned(), address),
-            Key::Address(address),
-            Key::Account(account.to_owned()),
-        ] {
-            state.failures.entry(key).or_default().push_back(now);
-        }
-    }
-
-    /// A successful sign-in clears the failures of this account from this address and
-    /// remembers the address for the account. The address' own count and the account's
-    /// count from everywhere stay: one good password must not reset a guesser's budget.
-    pub fn record_success(&self, account: &str, address: IpAddr) {
-        let now = Instant::now();
-        let mut state = self.state.lock().expect("limiter lock");
-        state
-            .failures
-            .remove(&Key::Pair(account.to_owned(), address));
-        if state.known.len() >= MAX_KEYS && !state.known.contains_key(account) {
+        let (limiter, account, address) = (self.limiter, self.account.clone(), self.address);
+        self.withdrawn();
+        let mut state = limiter.state.lock().expect("limiter lock");
+        state.failures.remove(&Key::Pair(account.clone(), address));
+        if state.known.len() >= MAX_KEYS && !state.known.contains_key(&account) {
             state
                 .known
                 .retain(|_, seen| seen.iter().any(|(_, at)| now - *at < KNOWN_FOR));
         }
-        let seen = state.known.entry(account.to_owned()).or_default();
+        let seen = state.known.entry(account).or_default();
         seen.retain(|(ip, at)| *ip != address && now - *at < KNOWN_FOR);
         seen.push((address, now));
         if seen.len() > MAX_KNOWN_ADDRESSES {
@@ -172,58 +231,96 @@ mod tests {
         IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, n))
     }
 
+    /// A wrong password: the attempt is dropped, so it stays counted.
+    fn fail(limiter: &LoginLimiter, account: &str, from: IpAddr) -> Result<(), Duration> {
+        limiter.begin(account, from, true).map(drop)
+    }
+
+    fn succeed(limiter: &LoginLimiter, account: &str, from: IpAddr) -> Result<(), Duration> {
+        limiter.begin(account, from, true).map(Attempt::succeeded)
+    }
+
     #[test]
     fn an_address_locks_itself_out_of_an_account_and_nobody_else() {
         let limiter = LoginLimiter::new(3, 100, 100, Duration::from_secs(60));
         for _ in 0..3 {
-            assert!(limiter.check("alice", AWAY).is_ok());
-            limiter.record_failure("alice", AWAY);
+            assert!(fail(&limiter, "alice", AWAY).is_ok());
         }
-        let wait = limiter.check("alice", AWAY).unwrap_err();
+        let wait = fail(&limiter, "alice", AWAY).unwrap_err();
         assert!(
             wait > Duration::from_secs(58) && wait <= Duration::from_secs(60),
             "{wait:?}"
         );
         assert!(
-            limiter.check("alice", HOME).is_ok(),
+            succeed(&limiter, "alice", HOME).is_ok(),
             "the account is still open from another address"
         );
-        assert!(limiter.check("bob", AWAY).is_ok());
+        assert!(fail(&limiter, "bob", AWAY).is_ok());
+    }
+
+    #[test]
+    fn attempts_in_flight_count_before_their_outcome_is_known() {
+        let limiter = LoginLimiter::new(3, 100, 100, Duration::from_secs(60));
+        let pending: Vec<_> = (0..3)
+            .map(|_| limiter.begin("alice", AWAY, true).unwrap())
+            .collect();
+
+        let fourth = limiter.begin("alice", AWAY, true);
+
+        assert!(
+            fourth.is_err(),
+            "three concurrent guesses use up the budget"
+        );
+        drop(fourth);
+        pending.into_iter().next().unwrap().succeeded();
+        assert!(
+            succeed(&limiter, "alice", AWAY).is_ok(),
+            "a right password clears the pair"
+        );
     }
 
     #[test]
     fn address_locks_after_its_limit_across_accounts() {
         let limiter = LoginLimiter::new(100, 4, 100, Duration::from_secs(60));
         for n in 0..4 {
-            limiter.record_failure(&format!("user{n}"), HOME);
+            fail(&limiter, &format!("user{n}"), HOME).unwrap();
         }
-        assert!(limiter.check("someone-new", HOME).is_err());
-        assert!(limiter.check("someone-new", AWAY).is_ok());
+        assert!(fail(&limiter, "someone-new", HOME).is_err());
+        assert!(fail(&limiter, "someone-new", AWAY).is_ok());
+    }
+
+    #[test]
+    fn made_up_accounts_only_count_against_their_address() {
+        let limiter = LoginLimiter::new(1, 1000, 1, Duration::from_secs(60));
+        for n in 0..50 {
+            drop(limiter.begin(&format!("nobody{n}"), AWAY, false).unwrap());
+        }
+        let state = limiter.state.lock().unwrap();
+        assert_eq!(state.failures.len(), 1, "one address key, no per-name keys");
     }
 
     #[test]
     fn past_the_account_ceiling_unknown_addresses_back_off_and_known_ones_do_not() {
         let limiter = LoginLimiter::new(5, 100, 4, Duration::from_secs(900));
-        limiter.record_success("admin", HOME);
+        succeed(&limiter, "admin", HOME).unwrap();
         for n in 0..4 {
-            limiter.record_failure("admin", address(n));
+            fail(&limiter, "admin", address(n)).unwrap();
         }
         assert!(
-            limiter.check("admin", address(50)).is_ok(),
+            limiter.begin("admin", address(50), true).is_ok(),
             "at the ceiling, not past it"
         );
-        limiter.record_failure("admin", address(4));
-        let first = limiter.check("admin", address(51)).unwrap_err();
+        let first = fail(&limiter, "admin", address(51)).unwrap_err();
         assert_eq!(first, Duration::from_secs(1));
-        limiter.record_failure("admin", address(5));
-        limiter.record_failure("admin", address(6));
-        let third = limiter.check("admin", address(52)).unwrap_err();
+        std::thread::sleep(Duration::from_millis(1100));
+        fail(&limiter, "admin", address(5)).unwrap();
+        let third = fail(&limiter, "admin", address(52)).unwrap_err();
         assert!(
-            third > Duration::from_secs(3) && third <= Duration::from_secs(4),
+            third > Duration::from_secs(1) && third <= Duration::from_secs(2),
             "doubles with each failure past the ceiling: {third:?}"
         );
         assert!(
-            limiter.check("admin", HOME).is_ok(),
+            succeed(&limiter, "admin", HOME).is_ok(),
             "the address the admin signed in from is never throttled by strangers"
         );
     }
@@ -232,22 +329,32 @@ mod tests {
     fn the_backoff_never_exceeds_the_window() {
         let limiter = LoginLimiter::new(1000, 1000, 1, Duration::from_secs(60));
         for n in 0..40 {
-            limiter.record_failure("admin", address(n));
+            let _ = fail(&limiter, "admin", address(n));
         }
-        let wait = limiter.check("admin", AWAY).unwrap_err();
+        limiter.state.lock().unwrap().failures.insert(
+            Key::Account("admin".into()),
+            std::iter::repeat_n(Instant::now(), 40).collect(),
+        );
+        let wait = fail(&limiter, "admin", AWAY).unwrap_err();
         assert!(wait <= Duration::from_secs(60), "{wait:?}");
     }
 
     #[test]
     fn failures_expire_with_the_window_and_success_clears_the_pair() {
         let limiter = LoginLimiter::new(1, 100, 100, Duration::from_millis(30));
-        limiter.record_failure("alice", HOME);
-        assert!(limiter.check("alice", HOME).is_err());
+        fail(&limiter, "alice", HOME).unwrap();
+        assert!(fail(&limiter, "alice", HOME).is_err());
         std::thread::sleep(Duration::from_millis(40));
-        assert!(limiter.check("alice", HOME).is_ok());
+        assert!(succeed(&limiter, "alice", HOME).is_ok());
 
-        limiter.record_failure("carol", HOME);
-        limiter.record_success("carol", HOME);
-        assert!(limiter.check("carol", HOME).is_ok());
+        limiter.state.lock().unwrap().failures.insert(
+            Key::Pair("carol".into(), HOME),
+            VecDeque::from([Instant::now()]),
+        );
+        let _ = succeed(&limiter, "carol", AWAY);
+        assert!(
+            fail(&limiter, "carol", HOME).is_err(),
+            "success elsewhere forgives nothing here"
+        );
     }
 }

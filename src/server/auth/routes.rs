@@ -47,35 +47,56 @@ pub async fn login(
     let json = wants_json(&headers);
     let next = safe_next(&form.next);
     let account = form.username.trim().to_lowercase();
-
-    if let Err(wait) = state.login_limiter.check(&account, peer.ip()) {
-        tracing::warn!(%account, client = %peer.ip(), "sign-in refused: too many failures");
-        return failure(
-            json,
-            &next,
-            Failure::RateLimited {
-                retry_after_secs: wait.as_secs().max(1),
-            },
-        );
-    }
-    let user = match admin_user::find_by_username(&state.pool, &account).await {
-        Ok(user) => user,
-        Err(error) => {
-            tracing::error!(%error, "sign-in: user lookup failed");
-            return failure(json, &next, Failure::Unavailable);
+    // Account names are short (see account::validate_username); a longer one is no account,
+    // and is never looked up, kept or recorded in full.
+    let exists_possibly = account.chars().count() <= MAX_USERNAME_CHARS;
+    let user = if exists_possibly {
+        match admin_user::find_by_username(&state.pool, &account).await {
+            Ok(user) => user,
+            Err(error) => {
+                tracing::error!(%error, "sign-in: user lookup failed");
+                return failure(json, &next, Failure::Unavailable);
+            }
+        }
+    } else {
+        None
+    };
+    let attempt = match state
+        .login_limiter
+        .begin(&account, peer.ip(), user.is_some())
+    {
+        Ok(attempt) => attempt,
+        Err(wait) => {
+            tracing::warn!(account = %short(&account), client = %peer.ip(), "sign-in refused: too many failures");
+            return failure(
+                json,
+                &next,
+                Failure::RateLimited {
+                    retry_after_secs: wait.as_secs().max(1),
+                },
+            );
         }
     };
     let stored_hash = user.as_ref().map(|u| u.password_hash.clone());
-    let user = match (password::verify(stored_hash, form.password).await, user) {
+    let verified = match password::verify(stored_hash, form.password).await {
+        Ok(verified) => verified,
+        Err(error) => {
+            attempt.withdrawn();
+            tracing::warn!(%error, client = %peer.ip(), "sign-in could not be checked");
+            return failure(json, &next, Failure::Unavailable);
+        }
+    };
+    let user = match (verified, user) {
         (true, Some(user)) => user,
         _ => {
-            state.login_limiter.record_failure(&account, peer.ip());
-            tracing::warn!(%account, client = %peer.ip(), "sign-in failed");
+            // The attempt stays counted as a failure.
+            drop(attempt);
+            tracing::warn!(account = %short(&account), client = %peer.ip(), "sign-in failed");
             audit(&state, &account, "sign_in_failed", peer).await;
             return failure(json, &next, Failure::Invalid);
         }
     };
-    state.login_limiter.record_success(&account, peer.ip());
+    attempt.succeeded();
     if let Err(error) = session::sign_in(&session, &user).await {
         tracing::error!(%error, "sign-in: could not store the session");
         return failure(json, &next, Failure::Unavailable);
@@ -108,13 +129,20 @@ pub async fn logout(session: Session, headers: HeaderMap) -> Response {
     }
 }
 
-/// Longest account name the audit keeps of a failed sign-in (the name is whatever was typed).
+/// Longest account name the audit and the log keep of a failed sign-in (the name is
+/// whatever was typed).
 const AUDIT_ACCOUNT_CHARS: usize = 64;
+/// Longer names are never looked up: no account has one.
+const MAX_USERNAME_CHARS: usize = 128;
+
+fn short(account: &str) -> String {
+    account.chars().take(AUDIT_ACCOUNT_CHARS).collect()
+}
 
 /// Records a sign-in (or a failed one) in the audit: account, address, time. A failure to
 /// record is logged; it never changes the sign-in's outcome.
 async fn audit(state: &AppState, account: &str, action: &str, peer: SocketAddr) {
-    let account: String = account.chars().take(AUDIT_ACCOUNT_CHARS).collect();
+    let account = short(account);
     let detail = serde_json::Map::from_iter([(
         "address".to_owned(),
         serde_json::Value::String(peer.ip().to_string()),
@@ -122,7 +150,7 @@ async fn audit(state: &AppState, account: &str, action: &str, peer: SocketAddr) 
     if let Err(error) = crate::server::db::settings_audit::record_event(
         &state.pool,
         &account,
-        "auth.sign_in",
+        crate::server::db::settings_audit::SIGN_IN,
         None,
         action,
         &detail,

@@ -17,10 +17,17 @@ use sqlx::{
 /// Name of the tower-sessions table (created by `migrations/0003_session.sql`).
 pub const SESSION_TABLE: &str = "session";
 
-/// Opens (creating if needed) the SQLite database with WAL and foreign keys on.
+/// Opens (creating if needed, mode 0600) the SQLite database with WAL and foreign keys on.
+/// The file is created here, once, not by each new pooled connection: a database file that
+/// disappears later must make the console unready (`/readyz`), not be replaced by an empty one
+/// behind everyone's back.
 pub async fn connect(url: &str) -> Result<SqlitePool, sqlx::Error> {
+    let file = sqlite_file(url);
+    if let Some(file) = &file {
+        private_file(file)?;
+    }
     let options = SqliteConnectOptions::from_str(url)?
-        .create_if_missing(true)
+        .create_if_missing(file.is_none())
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .foreign_keys(true)

@@ -87,6 +87,23 @@ pub async fn recent(pool: &SqlitePool, limit: i64) -> Result<Vec<AuditEntry>, sq
     .await
 }
 
+/// The setting sign-in events are recorded under.
+pub const SIGN_IN: &str = "auth.sign_in";
+
+/// Keeps only the newest `keep` sign-in events: anyone can cause a failed sign-in, so they
+/// must not grow the database without end (settings changes and tests are never trimmed).
+pub async fn trim_sign_ins(pool: &SqlitePool, keep: i64) -> Result<u64, sqlx::Error> {
+    Ok(sqlx::query(
+        "delete from settings_audit where setting = ?1 and id < \
+         coalesce((select id from settings_audit where setting = ?1 order by id desc limit 1 offset ?2), 0)",
+    )
+    .bind(SIGN_IN)
+    .bind(keep - 1)
+    .execute(pool)
+    .await?
+    .rows_affected())
+}
+
 /// `action in (?, ?, …)` for `actions`, to bind them after.
 fn action_filter(actions: &[&str]) -> String {
     format!("action in ({})", vec!["?"; actions.len().max(1)].join(", "))

@@ -42,8 +42,12 @@ pub const LABEL_MANAGED: &str = "sandbox-console.managed";
 pub const LABEL_OWNER: &str = "sandbox-console.owner";
 /// Which provider instance (pool) made it.
 pub const LABEL_POOL: &str = "sandbox-console.pool";
-/// The uid (and gid) everything in a container runs as.
+/// The uid (and gid) programs run as (every exec).
 pub const USER: &str = "65534:65534";
+/// The uid of the container's own processes (init and the idle command): not the programs'
+/// uid, so a program can neither signal nor ptrace them, and in reuse mode cannot plant
+/// itself in the one process that outlives its run.
+pub const KEEPER_USER: &str = "65533:65533";
 const REQUEST_TIMEOUT_SECS: u64 = 120;
 
 /// A lazily connected client. bollard opens one connection per request on the unix socket,
@@ -143,7 +147,7 @@ pub fn container_body(
     ContainerCreateBody {
         image: Some(image_of(config, language).to_owned()),
         cmd: Some(vec!["sleep".into(), "infinity".into()]),
-        user: Some(USER.into()),
+        user: Some(KEEPER_USER.into()),
         working_dir: Some("/workspace".into()),
         hostname: Some("sandbox".into()),
         env: Some(base_env()),

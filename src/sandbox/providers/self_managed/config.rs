@@ -1,6 +1,9 @@
 //! The `self_managed` provider's settings: schema, typed config, and the one validating
-//! `build()`. The schema is the seed's (RAGFlow's `endpoint`, `timeout`, `max_retries`) minus
-//! the cosmetic `pool_size`, plus the executor's API token and an output cap.
+//! `build()`. The schema is the seed's (RAGFlow's `endpoint`, `timeout`, `max_retries`,
+//! `pool_size`), plus the executor's API token, an output cap and a queue wait. `pool_size`
+//! (RAGFlow also names it `executor_manager_pool_size`) is the executor's container pool:
+//! RAGFlow only shows it; here it also caps how many runs the console sends at once, so the
+//! executor is not asked for more containers than it has.
 
 use std::sync::Arc;
 
@@ -27,6 +30,9 @@ pub struct SelfManagedConfig {
     pub timeout: u32,
     pub max_retries: u32,
     pub max_output_bytes: u64,
+    /// Runs sent at once; 0: no limit.
+    pub pool_size: u32,
+    pub queue_wait_secs: u32,
 }
 
 impl Default for SelfManagedConfig {
@@ -37,6 +43,8 @@ impl Default for SelfManagedConfig {
             timeout: 30,
             max_retries: 3,
             max_output_bytes: MIB,
+            pool_size: 0,
+            queue_wait_secs: 10,
         }
     }
 }
@@ -50,6 +58,8 @@ impl std::fmt::Debug for SelfManagedConfig {
             .field("timeout", &self.timeout)
             .field("max_retries", &self.max_retries)
             .field("max_output_bytes", &self.max_output_bytes)
+            .field("pool_size", &self.pool_size)
+            .field("queue_wait_secs", &self.queue_wait_secs)
             .finish()
     }
 }
@@ -96,6 +106,15 @@ pub fn schema() -> ConfigSchema {
                 d.max_output_bytes,
                 "stdout and stderr are each cut at this size; the run then reports output_limit.",
             ),
+            FieldSpec::new("pool_size", integer(0, 1000), "Container Pool Size")
+                .describe(
+                    "The executor's container pool (its SANDBOX_EXECUTOR_MANAGER_POOL_SIZE): \
+                     the console sends at most this many runs at once, and more wait for a \
+                     free one. 0: no limit (the executor answers pool_busy when it is full).",
+                )
+                .default_value(json!(d.pool_size))
+                .alias("executor_manager_pool_size"),
+            fields::queue_wait_secs(d.queue_wait_secs, "one of the pool's runs to finish"),
         ],
     }
 }
@@ -142,9 +161,12 @@ mod tests {
             testkit::schema_matches_config(&schema(), &Map::new()).unwrap();
 
         assert_eq!(config, SelfManagedConfig::default());
-        assert!(
-            schema().field("pool_size").is_none(),
-            "the cosmetic pool_size is gone"
+        assert_eq!(
+            schema()
+                .field_named("executor_manager_pool_size")
+                .map(|f| f.key.as_str()),
+            Some("pool_size"),
+            "RAGFlow's two names for the executor's pool"
         );
     }
 

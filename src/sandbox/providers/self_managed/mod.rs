@@ -6,13 +6,17 @@
 
 mod config;
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use async_trait::async_trait;
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
 use reqwest::{header, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use url::Url;
 
 pub use config::{build, build_provider, schema, SelfManagedConfig};
@@ -20,7 +24,7 @@ pub use config::{build, build_provider, schema, SelfManagedConfig};
 use crate::{
     model::{
         execution::{ExecRequest, ExecStatus, ExecutionResult, Language, ReturnValue},
-        provider::{HealthReport, ProviderInfo},
+        provider::{HealthReport, PoolState, ProviderInfo},
     },
     sandbox::{
         providers::http::{self, Body},
@@ -69,6 +73,8 @@ pub struct SelfManagedProvider {
     endpoint: Url,
     client: reqwest::Client,
     info: ProviderInfo,
+    /// One permit per run the executor's pool can take at once (`pool_size`), if limited.
+    slots: Option<Arc<Semaphore>>,
 }
 
 /// RAGFlow's `CodeExecutionResult`, as far as it is read. Keys may be missing or null.
@@ -116,9 +122,25 @@ impl SelfManagedProvider {
         Ok(SelfManagedProvider {
             client: http::client(Duration::from_secs(config.timeout.into()))?,
             endpoint,
+            slots: (config.pool_size > 0)
+                .then(|| Arc::new(Semaphore::new(config.pool_size as usize))),
             config,
             info: info(),
         })
+    }
+
+    /// A place in the executor's pool: waits up to the queue limit, then `PoolBusy`.
+    async fn slot(&self) -> Result<Option<OwnedSemaphorePermit>, Error> {
+        let Some(slots) = &self.slots else {
+            return Ok(None);
+        };
+        let wait = Duration::from_secs(self.config.queue_wait_secs.into());
+        match tokio::time::timeout(wait, slots.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(Some(permit)),
+            Ok(Err(_)) | Err(_) => Err(Error::PoolBusy {
+                retry_after: Duration::from_secs(1),
+            }),
+        }
     }
 
     fn request_timeout(&self) -> Duration {
@@ -385,6 +407,15 @@ impl SandboxProvider for SelfManagedProvider {
         }
     }
 
+    fn pool_state(&self) -> Option<PoolState> {
+        let slots = self.slots.as_ref()?;
+        let size = u64::from(self.config.pool_size);
+        Some(PoolState {
+            size,
+            busy: size.saturating_sub(slots.available_permits() as u64),
+        })
+    }
+
     async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
         // The executor keeps its own pool: an instance is only a name for one run.
         Ok(Instance {
@@ -413,6 +444,7 @@ impl SandboxProvider for SelfManagedProvider {
         if let Some(timeout) = request.timeout_secs {
             body["timeout"] = json!(timeout);
         }
+        let _slot = self.slot().await?;
         let started = Instant::now();
         let mut result = match self.post_run(&body).await? {
             Answer::Run(answer) => self.translate(*answer, started.elapsed())?,

@@ -2,7 +2,8 @@
 # Prints "clean" only when it could verify that nothing of the last run is left; anything else
 # ("left: ...") makes the console replace the container instead of reusing it.
 #  1. Kills every process except init (PID 1) and the container's idle command (the oldest
-#     other process): with them go their timers, pipes, ptys and abstract unix sockets.
+#     other process; both run as another uid), until a whole scan finds none: with them go
+#     their timers, pipes, ptys and abstract unix sockets. Only then is anything wiped.
 #  2. Empties every mount the run's user can write to (/workspace, /tmp, /dev/shm with the
 #     POSIX shared memory and semaphores, /dev/mqueue with the POSIX message queues, and any
 #     other writable mount an image adds), whatever names the files have.
@@ -17,13 +18,24 @@ for d in /proc/[0-9]*; do
   [ "$p" = $$ ] && continue
   if [ -z "$keeper" ] || [ "$p" -lt "$keeper" ]; then keeper=$p; fi
 done
-for round in 1 2 3 4 5; do
+# Kill until one whole scan finds nothing but init, the keeper and this script: a process
+# forked after a scan would otherwise live on and write again after the wipe. Killed
+# processes stay in /proc until init reaps them, so a few rounds may see them still.
+left=
+stable=
+for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+  alive=
   for d in /proc/[0-9]*; do
     p=${d#/proc/}
-    [ "$p" = 1 ] || [ "$p" = "$keeper" ] || [ "$p" = $$ ] || kill -9 "$p" 2>/dev/null
+    if [ "$p" != 1 ] && [ "$p" != "$keeper" ] && [ "$p" != $$ ]; then
+      alive=1
+      kill -9 "$p" 2>/dev/null
+    fi
   done
+  if [ -z "$alive" ]; then stable=1; break; fi
+  sleep 0.05
 done
-left=
+[ -n "$stable" ] || left="$left processes-keep-coming"
 
 # Writable mounts: read-write, not a kernel interface, and writable by this user.
 places=
@@ -50,17 +62,11 @@ else
   left="$left sysv-unverifiable"
 fi
 
-# Killed processes vanish once init has reaped them: give that up to a second.
-for wait in 1 2 3 4 5 6 7 8 9 10; do
-  alive=
-  for d in /proc/[0-9]*; do
-    p=${d#/proc/}
-    [ "$p" = 1 ] || [ "$p" = "$keeper" ] || [ "$p" = $$ ] || alive="$alive process:$p"
-  done
-  [ -z "$alive" ] && break
-  sleep 0.1
+# Nothing may have come back while the mounts were emptied.
+for d in /proc/[0-9]*; do
+  p=${d#/proc/}
+  [ "$p" = 1 ] || [ "$p" = "$keeper" ] || [ "$p" = $$ ] || left="$left process:$p"
 done
-left="$left$alive"
 
 if [ -r /proc/net/unix ]; then
   n=0
