@@ -52,6 +52,24 @@ impl AuditView {
         }
     }
 
+    /// What the pager counts: "12 changes".
+    pub fn noun(self) -> &'static str {
+        match self {
+            AuditView::Changes => "changes",
+            AuditView::Tests => "tests",
+            AuditView::SignIns => "sign-ins",
+        }
+    }
+
+    /// The page's link to page `page` of this view (the default view is left out).
+    pub fn href(self, page: u32) -> String {
+        if self == AuditView::default() {
+            format!("?page={page}")
+        } else {
+            format!("?page={page}&view={}", self.id())
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             AuditView::Changes => "Settings changes",

@@ -44,11 +44,15 @@ async fn service(config: &Config) -> anyhow::Result<SandboxService> {
         .context("cannot load the sandbox settings")
 }
 
-/// Who the history names for runs from the shell.
-fn shell_user() -> String {
-    std::env::var("SUDO_USER")
-        .or_else(|_| std::env::var("USER"))
-        .unwrap_or_else(|_| "cli".into())
+/// Who the history and the audit name for what is done from the shell.
+fn shell_caller() -> Caller {
+    Caller {
+        name: std::env::var("SUDO_USER")
+            .or_else(|_| std::env::var("USER"))
+            .unwrap_or_else(|_| "cli".into()),
+        kind: "cli",
+        source: "cli",
+    }
 }
 
 pub async fn providers(config: &Config, as_json: bool) -> anyhow::Result<i32> {
@@ -176,7 +180,7 @@ pub async fn configure(
         };
         values.insert(field.key.clone(), value);
     }
-    let actor = format!("cli:{}", shell_user());
+    let actor = shell_caller().actor();
     match service.save(&actor, kind, values, None, activate).await? {
         SaveOutcome::Saved { version, active } => {
             for line in from {
@@ -286,11 +290,7 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
         arguments,
         timeout_secs: a.timeout,
     };
-    let caller = Caller {
-        name: shell_user(),
-        kind: "cli",
-        source: "cli",
-    };
+    let caller = shell_caller();
     let outcome = service.execute(&request, &caller).await;
     // A one-shot command: whatever the provider opened for this run (a container) goes now.
     service.shutdown().await;
@@ -341,7 +341,7 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
 
 pub async fn api_key(config: &Config, action: ApiKeyAction) -> anyhow::Result<i32> {
     let pool = open_database(config).await?;
-    let actor = format!("cli:{}", shell_user());
+    let actor = shell_caller().actor();
     let code = match action {
         ApiKeyAction::Create { name, scope } => {
             let name = crate::model::api_key::check_name(&name).map_err(anyhow::Error::msg)?;

@@ -560,22 +560,8 @@ impl SandboxService {
         values: Map<String, Value>,
         caller: &Caller,
     ) -> Result<ConnectionReport, SettingError> {
-        let started = Instant::now();
-        let report = ConnectionReport {
-            passed: false,
-            message: String::new(),
-            health: None,
-            exit_code: None,
-            execution_time_ms: None,
-            latency_ms: 0,
-            stdout: String::new(),
-            stderr: String::new(),
-            errors: FieldErrors::new(),
-        };
         let destination = self.destination_of(kind, &values);
-        let report = self
-            .test_connection_to(kind, values, caller, report, started)
-            .await?;
+        let report = self.test_connection_to(kind, values, caller).await?;
         let outcome = if report.passed {
             "passed"
         } else if !report.errors.is_empty() {
@@ -599,14 +585,25 @@ impl SandboxService {
         Ok(report)
     }
 
+    /// The test itself (`test_connection` records it in the audit).
     async fn test_connection_to(
         &self,
         kind: &str,
         values: Map<String, Value>,
         caller: &Caller,
-        mut report: ConnectionReport,
-        started: Instant,
     ) -> Result<ConnectionReport, SettingError> {
+        let started = Instant::now();
+        let mut report = ConnectionReport {
+            passed: false,
+            message: String::new(),
+            health: None,
+            exit_code: None,
+            execution_time_ms: None,
+            latency_ms: 0,
+            stdout: String::new(),
+            stderr: String::new(),
+            errors: FieldErrors::new(),
+        };
         let values = match self.with_stored_secrets(kind, values).await? {
             Ok(values) => values,
             Err(errors) => {

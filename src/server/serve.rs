@@ -3,9 +3,8 @@
 //! accept, or from the first byte after an idle spell), a keep-alive connection idle for
 //! `idle` is closed, a request body that stalls for `body_stall` or takes longer than
 //! `body_total` fails, a client that leaves an answer unread for `body_stall` is cut off,
-//! and at most
-//! `max_connections` are served at once: one more is answered `503` at once and closed, never
-//! queued. On stop, the listener closes, idle connections close, and requests in flight get
+//! and at most `max_connections` are served at once: one more is answered `503` at once and
+//! closed, never queued. On stop, the listener closes, idle connections close, and requests in flight get
 //! up to `drain` to finish.
 
 use std::{

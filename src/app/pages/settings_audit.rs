@@ -33,8 +33,7 @@ pub fn SettingsAuditPage() -> impl IntoView {
             {move || {
                 let current = AuditView::from_id(&page().1);
                 AuditView::ALL.into_iter().map(|view| {
-                    let href = if view == AuditView::default() { "?".to_owned() } else { format!("?view={}", view.id()) };
-                    view! { <li><a href=href aria-current=(view == current).then_some("page")>{view.label()}</a></li> }
+                    view! { <li><a href=view.href(1) aria-current=(view == current).then_some("page")>{view.label()}</a></li> }
                 }).collect_view()
             }}
         </ul>
@@ -52,11 +51,7 @@ fn AuditTable(page: AuditPage) -> impl IntoView {
         return view! { <section class="card"><p class="muted" data-testid="no-audit">"Nothing recorded yet."</p></section> }
             .into_any();
     }
-    let (current, pages) = (page.page, page.pages);
-    let view = match page.view {
-        AuditView::Changes => String::new(),
-        other => format!("&view={}", other.id()),
-    };
+    let (current, pages, view) = (page.page, page.pages, page.view);
     view! {
         <section class="card">
             <table class="table" data-testid="audit">
@@ -81,13 +76,9 @@ fn AuditTable(page: AuditPage) -> impl IntoView {
                 </tbody>
             </table>
             <nav class="pager" aria-label="Pages">
-                {(current > 1).then(|| view! { <a href=format!("?page={}{view}", current - 1) rel="prev">"← Newer"</a> })}
-                <span class="muted" data-testid="audit-pages">{format!("Page {current} of {pages} · {} {}", page.total, match page.view {
-                    AuditView::Changes => "changes",
-                    AuditView::Tests => "tests",
-                    AuditView::SignIns => "sign-ins",
-                })}</span>
-                {(current < pages).then(|| view! { <a href=format!("?page={}{view}", current + 1) rel="next">"Older →"</a> })}
+                {(current > 1).then(|| view! { <a href=view.href(current - 1) rel="prev">"← Newer"</a> })}
+                <span class="muted" data-testid="audit-pages">{format!("Page {current} of {pages} · {} {}", page.total, view.noun())}</span>
+                {(current < pages).then(|| view! { <a href=view.href(current + 1) rel="next">"Older →"</a> })}
             </nav>
         </section>
     }

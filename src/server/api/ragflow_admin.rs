@@ -66,10 +66,15 @@ fn refused(refusal: Refusal) -> Failure {
     }
 }
 
-async fn admin_key(state: &AppState, headers: &HeaderMap) -> Result<String, Failure> {
+/// The admin key's caller (`source` names what it does), or the refusal to answer with.
+async fn admin_key(
+    state: &AppState,
+    headers: &HeaderMap,
+    source: &'static str,
+) -> Result<Caller, Failure> {
     authorize(state, headers, Scope::Admin)
         .await
-        .map(|key| format!("api-key:{}", key.name))
+        .map(|key| Caller::api_key(&key.name, source))
         .map_err(refused)
 }
 
@@ -207,7 +212,7 @@ pub async fn providers(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
-    admin_key(&state, &headers).await?;
+    admin_key(&state, &headers, "admin").await?;
     let data: Vec<Value> = state
         .sandbox
         .provider_infos()
@@ -230,7 +235,7 @@ pub async fn schema(
     headers: HeaderMap,
     Path(provider_id): Path<String>,
 ) -> Result<Response, Failure> {
-    admin_key(&state, &headers).await?;
+    admin_key(&state, &headers, "admin").await?;
     match state.sandbox.schema_of(&provider_id) {
         Some(schema) => Ok(success(ragflow_schema(&schema), "Success")),
         None => Err(failure(format!("Unknown provider: {provider_id}"), 400)),
@@ -245,7 +250,7 @@ pub async fn get_config(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
-    admin_key(&state, &headers).await?;
+    admin_key(&state, &headers, "admin").await?;
     let result = async {
         let kind = state
             .sandbox
@@ -284,7 +289,7 @@ pub async fn set_config(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Failure> {
-    let actor = admin_key(&state, &headers).await?;
+    let actor = admin_key(&state, &headers, "admin").await?.actor();
     let mut body = body_object(body)?;
     let (kind, config) = provider_and_config(&state, &mut body)?;
     let set_active = match body.remove("set_active") {
@@ -326,11 +331,10 @@ pub async fn test(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Failure> {
-    let actor = admin_key(&state, &headers).await?;
+    let caller = admin_key(&state, &headers, "test_connection").await?;
     let mut body = body_object(body)?;
     let (kind, config) = provider_and_config(&state, &mut body)?;
     nothing_else(&body, "provider_type and config")?;
-    let caller = Caller::api_key(actor.trim_start_matches("api-key:"), "test_connection");
     let report = state
         .sandbox
         .test_connection(&kind, config, &caller)

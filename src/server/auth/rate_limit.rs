@@ -166,16 +166,7 @@ impl Attempt<'_> {
     /// back without forgiving anything else.
     pub fn withdrawn(self) {
         let mut state = self.limiter.state.lock().expect("limiter lock");
-        for key in &self.keys {
-            if let Some(times) = state.failures.get_mut(key) {
-                if let Some(at) = times.iter().rposition(|t| *t == self.at) {
-                    times.remove(at);
-                }
-                if times.is_empty() {
-                    state.failures.remove(key);
-                }
-            }
-        }
+        state.take_back(&self.keys, self.at);
     }
 
     /// The password was right: the attempt is no failure, this account's failures from this
@@ -184,9 +175,9 @@ impl Attempt<'_> {
     /// entries: one good password must not reset a guesser's budget.
     pub fn succeeded(self) {
         let now = Instant::now();
-        let (limiter, account, address) = (self.limiter, self.account.clone(), self.address);
-        self.withdrawn();
-        let mut state = limiter.state.lock().expect("limiter lock");
+        let (account, address) = (self.account, self.address);
+        let mut state = self.limiter.state.lock().expect("limiter lock");
+        state.take_back(&self.keys, self.at);
         state.failures.remove(&Key::Pair(account.clone(), address));
         if state.known.len() >= MAX_KEYS && !state.known.contains_key(&account) {
             state
@@ -203,6 +194,20 @@ impl Attempt<'_> {
 }
 
 impl State {
+    /// Removes the failure an attempt at `at` recorded under each of `keys`.
+    fn take_back(&mut self, keys: &[Key], at: Instant) {
+        for key in keys {
+            if let Some(times) = self.failures.get_mut(key) {
+                if let Some(position) = times.iter().rposition(|t| *t == at) {
+                    times.remove(position);
+                }
+                if times.is_empty() {
+                    self.failures.remove(key);
+                }
+            }
+        }
+    }
+
     fn is_known(&self, account: &str, address: IpAddr, now: Instant) -> bool {
         self.known.get(account).is_some_and(|seen| {
             seen.iter()
