@@ -10,7 +10,19 @@ use sandbox_console::server::{
 };
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() {
+    // One clear line for a failure (`error: what: why: cause`), never a backtrace or a
+    // Debug dump: admins read this in a terminal or a unit's log.
+    match run().await {
+        Ok(code) => std::process::exit(code),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::exit(1)
+        }
+    }
+}
+
+async fn run() -> anyhow::Result<i32> {
     let cli = Cli::parse();
     let command = cli.command.unwrap_or(Command::Serve);
     if matches!(command, Command::Serve | Command::Admin { .. }) {
@@ -59,5 +71,5 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::ApiKey { action } => gateway_cli::api_key(config, action).await?,
     };
-    std::process::exit(code)
+    Ok(code)
 }

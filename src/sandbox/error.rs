@@ -28,6 +28,13 @@ pub enum Error {
     Backend(String),
     #[error("no sandbox provider is active: save valid settings for one in the sandbox settings")]
     NoActiveProvider,
+    /// The provider was replaced (its settings were saved) while the run waited for a
+    /// sandbox: nothing ran, and the run may go to the provider that replaced it.
+    #[error("the provider was replaced while the run waited for a sandbox")]
+    Retired,
+    /// The console is stopping: the run was refused, or cancelled after the shutdown grace.
+    #[error("the console is shutting down")]
+    ShuttingDown,
 }
 
 impl Error {

@@ -1,6 +1,6 @@
 //! The small trait every provider implements, used as `Arc<dyn SandboxProvider>`.
 
-use std::fmt::Debug;
+use std::{fmt::Debug, time::Duration};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -75,6 +75,15 @@ pub trait SandboxProvider: Debug + Send + Sync + 'static {
     /// start what makes runs fast, such as a warm container pool. Returns at once; the work
     /// goes on in the background.
     fn warm_up(&self) {}
+
+    /// The longest a whole run of `request` may take here (waiting for a sandbox, starting
+    /// it, running, collecting results): past it the console abandons the run, which drops
+    /// its future, and the provider's drop guards kill what it started. Providers with a
+    /// queue or a start-up cost say so; the default allows the longest run (600 s) and two
+    /// minutes for the rest.
+    fn run_deadline(&self, request: &ExecRequest) -> Duration {
+        Duration::from_secs(u64::from(request.timeout_secs.unwrap_or(600).min(600)) + 120)
+    }
 
     /// Called when the provider is replaced or the console stops: release what it holds
     /// (containers, remote sessions). Runs in flight may fail afterwards.

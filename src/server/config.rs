@@ -268,6 +268,40 @@ pub struct Config {
         global = true
     )]
     pub max_connections: usize,
+    /// After SIGTERM or SIGINT: how long runs and requests in flight get to finish before
+    /// they are cancelled (their sandboxes killed and removed) and the console exits.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_SHUTDOWN_GRACE_SECS",
+        default_value_t = 30,
+        global = true
+    )]
+    pub shutdown_grace_secs: u64,
+    /// Page loads and server-function calls handled at once; more wait in a queue.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_MAX_PAGE_REQUESTS",
+        default_value_t = 16,
+        global = true
+    )]
+    pub max_page_requests: usize,
+    /// How long a page request may wait in that queue (and how many may wait: 16 per slot)
+    /// before it is answered 503 with Retry-After.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_PAGE_QUEUE_SECS",
+        default_value_t = 10,
+        global = true
+    )]
+    pub page_queue_secs: u64,
+    /// Connections in the database pool; a request that waits 5 s for one fails.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_DATABASE_CONNECTIONS",
+        default_value_t = 8,
+        global = true
+    )]
+    pub database_connections: u32,
 }
 
 impl Config {
@@ -326,6 +360,10 @@ impl std::fmt::Debug for Config {
             .field("stall_timeout_secs", &self.stall_timeout_secs)
             .field("body_timeout_secs", &self.body_timeout_secs)
             .field("max_connections", &self.max_connections)
+            .field("shutdown_grace_secs", &self.shutdown_grace_secs)
+            .field("max_page_requests", &self.max_page_requests)
+            .field("page_queue_secs", &self.page_queue_secs)
+            .field("database_connections", &self.database_connections)
             .finish()
     }
 }

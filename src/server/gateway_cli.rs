@@ -283,7 +283,7 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
     if a.timeout == Some(0) {
         return usage("--timeout must be at least 1 second".into());
     }
-    let service = service(config).await?;
+    let service = std::sync::Arc::new(service(config).await?);
     let request = ExecRequest {
         language,
         code,
@@ -345,7 +345,9 @@ pub async fn api_key(config: &Config, action: ApiKeyAction) -> anyhow::Result<i3
     let code = match action {
         ApiKeyAction::Create { name, scope } => {
             let name = crate::model::api_key::check_name(&name).map_err(anyhow::Error::msg)?;
-            let created = api_key::create(&pool, &name, &scope, &actor).await?;
+            let created = api_key::create(&pool, &name, &scope, &actor)
+                .await
+                .context("cannot create the API key")?;
             let scopes: Vec<_> = created.info.scopes.iter().map(|s| s.id()).collect();
             eprintln!(
                 "Created the API key '{}' (scopes: {}). It is shown only now:",
@@ -379,11 +381,20 @@ pub async fn api_key(config: &Config, action: ApiKeyAction) -> anyhow::Result<i3
                 .into_iter()
                 .find(|k| k.name == name.trim() && k.revoked_at.is_none());
             match live {
-                Some(key) => {
-                    api_key::revoke(&pool, key.id).await?;
-                    println!("Revoked the API key '{}'.", key.name);
-                    exit::OK
-                }
+                Some(key) => match api_key::revoke(&pool, key.id)
+                    .await
+                    .context("cannot revoke the API key")?
+                {
+                    Some(_) => {
+                        println!("Revoked the API key '{}'.", key.name);
+                        exit::OK
+                    }
+                    // Revoked by someone else between the two statements.
+                    None => {
+                        eprintln!("The API key {name:?} was revoked already.");
+                        exit::BAD_INPUT
+                    }
+                },
                 None => {
                     eprintln!("No live API key is named {name:?}.");
                     exit::BAD_INPUT

@@ -7,7 +7,7 @@ use axum::{
     extract::Request,
     http::{header, HeaderValue},
     middleware::Next,
-    response::Response,
+    response::{IntoResponse, Response},
 };
 use leptos::nonce::Nonce;
 
@@ -60,4 +60,40 @@ pub async fn no_store_by_default(request: Request, next: Next) -> Response {
 /// The nonce of the request being rendered, for the Leptos context.
 pub fn request_nonce(parts: &http::request::Parts) -> Option<Nonce> {
     parts.extensions.get::<Nonce>().cloned()
+}
+
+/// An error answer with no body (a layer below the app failed: the session store could not
+/// reach a locked or full database, say) becomes a page that says what happened, instead of
+/// a blank 500. Answers that carry a body keep it.
+pub async fn explain_empty_errors(request: Request, next: Next) -> Response {
+    use http_body::Body as _;
+    let api = crate::server::api::owns(request.uri().path());
+    let response = next.run(request).await;
+    if !response.status().is_server_error() || response.body().size_hint().exact() != Some(0) {
+        return response;
+    }
+    let status = response.status();
+    tracing::error!(%status, "an error answer had no body; answering with an error page");
+    let mut answer = if api {
+        (
+            status,
+            [(header::CONTENT_TYPE, "application/json")],
+            r#"{"error":{"kind":"unavailable","message":"the console could not complete the request; retry"}}"#,
+        )
+            .into_response()
+    } else {
+        (
+            status,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Something went wrong</title></head>\
+             <body><h1>Something went wrong</h1><p>The console could not complete this request \
+             (its database may be busy or full). Try again in a moment; if it keeps happening, \
+             check the console's log and <code>/readyz</code>.</p></body></html>",
+        )
+            .into_response()
+    };
+    answer
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    answer
 }

@@ -83,6 +83,10 @@ pub struct Metrics {
     pool_idle: Family<ProviderLabel, Gauge>,
     http_requests: Family<HttpLabels, Counter>,
     http_durations: HistogramFamily<HttpLabels>,
+    history_retried: Counter,
+    history_dropped: Counter,
+    history_pending: Gauge,
+    pages_refused: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -151,8 +155,36 @@ impl Metrics {
             "HTTP request latency by method, matched route and status",
             http_durations.clone(),
         );
+        let history_retried = Counter::default();
+        let history_dropped = Counter::default();
+        let history_pending = Gauge::default();
+        let pages_refused = Counter::default();
+        registry.register(
+            "history_write_retries",
+            "History rows whose first write failed (database locked or full) and were queued for another try",
+            history_retried.clone(),
+        );
+        registry.register(
+            "history_rows_dropped",
+            "History rows given up on: the retry queue was full, or the database refused them for too long",
+            history_dropped.clone(),
+        );
+        registry.register(
+            "history_rows_pending",
+            "History rows waiting in the retry queue",
+            history_pending.clone(),
+        );
+        registry.register(
+            "page_requests_refused",
+            "Page and server-function requests answered 503 because the page queue was full",
+            pages_refused.clone(),
+        );
         Metrics {
             registry,
+            history_retried,
+            history_dropped,
+            history_pending,
+            pages_refused,
             executions,
             durations,
             queue_waits,
@@ -204,6 +236,25 @@ impl Metrics {
         self.pool_idle
             .get_or_create(&label)
             .set(size.saturating_sub(busy) as i64);
+    }
+
+    /// A history row queued for another try.
+    pub fn history_retried(&self) {
+        self.history_retried.inc();
+    }
+
+    /// A history row given up on.
+    pub fn history_dropped(&self) {
+        self.history_dropped.inc();
+    }
+
+    pub fn history_pending(&self, rows: usize) {
+        self.history_pending.set(rows as i64);
+    }
+
+    /// A page request refused because the page queue was full.
+    pub fn page_refused(&self) {
+        self.pages_refused.inc();
     }
 
     /// The registry in the text exposition format.

@@ -1,6 +1,7 @@
 //! The ssr-only host: configuration, startup, state, database, authentication and routes.
 
 pub mod admin_cli;
+pub mod admission;
 pub mod api;
 pub mod artifacts;
 pub mod assets;
@@ -12,6 +13,7 @@ pub mod gateway_cli;
 pub mod headers;
 pub mod health;
 pub mod history;
+pub mod history_writer;
 pub mod metrics;
 pub mod rpc;
 pub mod sandbox_settings;

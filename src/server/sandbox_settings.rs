@@ -4,26 +4,32 @@
 
 use std::{
     collections::BTreeSet,
-    sync::{Arc, RwLock},
-    time::Instant,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex, RwLock,
+    },
+    time::{Duration, Instant},
 };
 
 use serde_json::{json, Map, Value};
 use sqlx::SqlitePool;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
     model::{
         execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
+        provider::HealthReport,
         schema::{FieldErrors, FieldKind, FORM_ERROR},
         settings::{ConnectionReport, ProviderCard, SandboxSettings, SaveOutcome},
     },
     sandbox::{registry::Registry, Error as SandboxError, SandboxProvider},
     server::{
         db::{
-            execution::{self, Caller, Content, NewExecution},
+            execution::{Caller, Content, NewExecution},
             settings_audit,
             system_setting::{self, SettingError},
         },
+        history_writer::HistoryWriter,
         secrets::SecretBox,
     },
 };
@@ -56,6 +62,54 @@ struct Loaded {
     seen: RwLock<Fingerprint>,
 }
 
+/// How long a health probe of the active provider may take before it counts as failed.
+pub const HEALTH_DEADLINE: Duration = Duration::from_secs(5);
+/// A health result younger than this is shown as it is; an older one is shown while a new
+/// probe runs in the background.
+const HEALTH_FRESH: Duration = Duration::from_secs(5);
+
+/// The last health probe of the active provider, for pages that must not wait on a probe.
+/// It names its provider weakly: the result of a replaced provider is never shown for its
+/// successor (a `Weak` keeps the address from being reused), nor keeps it alive.
+#[derive(Default)]
+struct HealthCache {
+    #[allow(clippy::type_complexity)]
+    last: Mutex<Option<(std::sync::Weak<dyn SandboxProvider>, Instant, HealthReport)>>,
+    probing: AtomicBool,
+}
+
+impl HealthCache {
+    fn store(&self, provider: &Arc<dyn SandboxProvider>, report: HealthReport) {
+        *self.last.lock().expect("health cache lock") =
+            Some((Arc::downgrade(provider), Instant::now(), report));
+        self.probing.store(false, Ordering::SeqCst);
+    }
+}
+
+/// A health check cut off after [`HEALTH_DEADLINE`]: a frozen backend is an unhealthy one.
+async fn probe(provider: &Arc<dyn SandboxProvider>) -> HealthReport {
+    match tokio::time::timeout(HEALTH_DEADLINE, provider.health()).await {
+        Ok(report) => report,
+        Err(_) => HealthReport {
+            healthy: false,
+            message: format!(
+                "The provider did not answer its health check within {} s: its backend may be frozen or overloaded.",
+                HEALTH_DEADLINE.as_secs()
+            ),
+            details: Map::new(),
+        },
+    }
+}
+
+/// Runs in flight: each in a task of its own that outlives the request that asked for it,
+/// tracked so a shutdown can wait for them, and cancelled (their sandboxes killed by the
+/// providers' drop guards) when the shutdown grace is over.
+#[derive(Default)]
+struct Runs {
+    tracker: TaskTracker,
+    cancel: CancellationToken,
+}
+
 pub struct SandboxService {
     pool: SqlitePool,
     /// Counted when the server runs this service (the CLI has none).
@@ -63,6 +117,12 @@ pub struct SandboxService {
     registry: Registry,
     secrets: SecretBox,
     loaded: Loaded,
+    /// Saves and rebuilds one at a time: the running provider is always the one built from
+    /// the latest stored version, and each audit row follows its own write.
+    swap: tokio::sync::Mutex<()>,
+    health: Arc<HealthCache>,
+    runs: Runs,
+    history: HistoryWriter,
     /// Whether active providers warm up (the server) or only do what each run needs (the CLI).
     warm: bool,
 }
@@ -85,6 +145,7 @@ impl SandboxService {
         secrets: SecretBox,
     ) -> Result<Self, SettingError> {
         let service = SandboxService {
+            history: HistoryWriter::new(pool.clone()),
             pool,
             metrics: None,
             registry,
@@ -93,6 +154,9 @@ impl SandboxService {
                 active: RwLock::new(None),
                 seen: RwLock::new(None),
             },
+            swap: tokio::sync::Mutex::new(()),
+            health: Arc::new(HealthCache::default()),
+            runs: Runs::default(),
             warm: false,
         };
         if system_setting::get(&service.pool, PROVIDER_TYPE)
@@ -116,6 +180,7 @@ impl SandboxService {
 
     /// Counts every run in `metrics` from now on.
     pub fn with_metrics(mut self, metrics: Arc<crate::server::metrics::Metrics>) -> Self {
+        self.history = self.history.with_metrics(metrics.clone());
         self.metrics = Some(metrics);
         self
     }
@@ -154,11 +219,17 @@ impl SandboxService {
     async fn refresh(&self) -> Result<(), SettingError> {
         let now = self.fingerprint().await?;
         if *self.loaded.seen.read().expect("fingerprint lock") != now {
-            self.load_active().await?;
+            let _swap = self.swap.lock().await;
+            // Another caller may have rebuilt it while this one waited.
+            let now = self.fingerprint().await?;
+            if *self.loaded.seen.read().expect("fingerprint lock") != now {
+                self.load_active().await?;
+            }
         }
         Ok(())
     }
 
+    /// Builds the active provider from what is stored. Callers hold `swap` (or are `start`).
     async fn load_active(&self) -> Result<(), SettingError> {
         let built_from = self.fingerprint().await?;
         *self.loaded.seen.write().expect("fingerprint lock") = built_from;
@@ -197,9 +268,46 @@ impl SandboxService {
         }
     }
 
+    /// Stops taking runs and gives those in flight up to `grace` to finish; then cancels the
+    /// rest (their sandboxes are killed and removed, their history rows say so). Returns how
+    /// many were cancelled. Call [`Self::shutdown`] after it.
+    pub async fn finish_runs(&self, grace: Duration) -> usize {
+        self.runs.tracker.close();
+        if tokio::time::timeout(grace, self.runs.tracker.wait())
+            .await
+            .is_ok()
+        {
+            return 0;
+        }
+        let left = self.runs.tracker.len();
+        tracing::warn!(
+            left,
+            ?grace,
+            "runs still in flight after the shutdown grace; cancelling them"
+        );
+        self.runs.cancel.cancel();
+        if tokio::time::timeout(Duration::from_secs(10), self.runs.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("cancelled runs did not end within 10 s");
+        }
+        left
+    }
+
+    /// Runs in flight now.
+    pub fn runs_in_flight(&self) -> usize {
+        self.runs.tracker.len()
+    }
+
     /// Shuts the active provider down (the console is stopping): warm containers and remote
-    /// sessions are released. Later runs find no active provider.
+    /// sessions are released, and history rows still waiting to be written get a last try.
+    /// Later runs find no active provider.
     pub async fn shutdown(&self) {
+        self.runs.tracker.close();
+        self.runs.cancel.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.runs.tracker.wait()).await;
+        self.history.flush(Duration::from_secs(5)).await;
         let previous = self
             .loaded
             .active
@@ -238,6 +346,46 @@ impl SandboxService {
             None => schema.normalize(&Map::new()).unwrap_or_default(),
         };
         Ok(self.without_secrets(kind, values))
+    }
+
+    /// The active provider's health for a page or a status answer: the last probe's result
+    /// while it is fresh; an older one at once while a new probe runs in the background;
+    /// and only when there is none, a probe, cut off after [`HEALTH_DEADLINE`]. A frozen
+    /// backend never holds a page.
+    pub async fn active_health(&self) -> HealthReport {
+        let Some((_, provider)) = self.active() else {
+            return HealthReport {
+                healthy: false,
+                message: "No provider is running: the active provider's stored settings do not build. Save valid settings.".into(),
+                details: Map::new(),
+            };
+        };
+        let cached = self
+            .health
+            .last
+            .lock()
+            .expect("health cache lock")
+            .as_ref()
+            .filter(|(of, _, _)| std::ptr::addr_eq(of.as_ptr(), Arc::as_ptr(&provider)))
+            .map(|(_, at, report)| (at.elapsed(), report.clone()));
+        match cached {
+            Some((age, report)) if age < HEALTH_FRESH => report,
+            Some((_, report)) => {
+                if !self.health.probing.swap(true, Ordering::SeqCst) {
+                    let cache = self.health.clone();
+                    tokio::spawn(async move {
+                        let report = probe(&provider).await;
+                        cache.store(&provider, report);
+                    });
+                }
+                report
+            }
+            None => {
+                let report = probe(&provider).await;
+                self.health.store(&provider, report.clone());
+                report
+            }
+        }
     }
 
     /// The provider that runs code now, if any.
@@ -285,14 +433,7 @@ impl SandboxService {
                 updated_by: stored.and_then(|s| s.updated_by),
             });
         }
-        let active_health = match self.active() {
-            Some((_, provider)) => provider.health().await,
-            None => crate::model::provider::HealthReport {
-                healthy: false,
-                message: "No provider is running: the active provider's stored settings do not build. Save valid settings.".into(),
-                details: Map::new(),
-            },
-        };
+        let active_health = self.active_health().await;
         let active_languages = self
             .active()
             .map(|(_, p)| p.languages().to_vec())
@@ -494,6 +635,9 @@ impl SandboxService {
             Err(errors) => return Ok(SaveOutcome::Invalid { errors }),
         };
         let name = setting_name(kind);
+        // From here to the rebuild, one save at a time: concurrent saves otherwise leave the
+        // running provider built from an older version than the stored one.
+        let _swap = self.swap.lock().await;
         let stored = self.stored_values(kind).await?;
         let before = self.open_secrets(kind, stored.clone()).unwrap_or(stored);
         let sealed = Value::Object(self.seal_secrets(kind, normalized.clone()));
@@ -628,7 +772,7 @@ impl SandboxService {
                 return Ok(finish(report, started));
             }
         };
-        let health = provider.health().await;
+        let health = probe(&provider).await;
         let healthy = health.healthy;
         report.message = health.message.clone();
         report.health = Some(health);
@@ -680,8 +824,28 @@ impl SandboxService {
         Ok(finish(report, started))
     }
 
-    /// Runs code through the active provider, and records the run for `caller`.
+    /// Runs code through the active provider, and records the run for `caller`. The run
+    /// happens in a task of its own: a caller that stops waiting (a client that hung up)
+    /// changes nothing about its limits, its history row or its metrics.
     pub async fn execute(
+        self: &Arc<Self>,
+        request: &ExecRequest,
+        caller: &Caller,
+    ) -> Result<ExecutionResult, SandboxError> {
+        if self.runs.tracker.is_closed() {
+            return Err(SandboxError::ShuttingDown);
+        }
+        let (service, request, caller) = (self.clone(), request.clone(), caller.clone());
+        let task = self
+            .runs
+            .tracker
+            .spawn(async move { service.run_and_record(&request, &caller).await });
+        task.await.unwrap_or_else(|crashed| {
+            Err(SandboxError::Backend(format!("the run crashed: {crashed}")))
+        })
+    }
+
+    async fn run_and_record(
         &self,
         request: &ExecRequest,
         caller: &Caller,
@@ -689,11 +853,38 @@ impl SandboxService {
         if let Err(error) = self.refresh().await {
             tracing::warn!(%error, "could not check the stored sandbox settings; running with the loaded ones");
         }
-        let (kind, provider) = self.active().ok_or(SandboxError::NoActiveProvider)?;
-        if !provider.languages().contains(&request.language) {
-            return Err(SandboxError::Unsupported(request.language));
-        }
-        let mut outcome = run_once(provider.as_ref(), request).await;
+        let started = Instant::now();
+        let mut deadline = None;
+        let (kind, mut outcome) = loop {
+            let (kind, provider) = self.active().ok_or(SandboxError::NoActiveProvider)?;
+            if !provider.languages().contains(&request.language) {
+                return Err(SandboxError::Unsupported(request.language));
+            }
+            // One outer deadline for the whole run, handovers included.
+            let deadline = *deadline.get_or_insert_with(|| provider.run_deadline(request));
+            let left = deadline.saturating_sub(started.elapsed());
+            let run = tokio::time::timeout(left, run_once(provider.as_ref(), request));
+            // Cancelling or timing out drops the run's future: the providers' drop guards
+            // then kill and remove its sandbox.
+            let outcome = tokio::select! {
+                biased;
+                () = self.runs.cancel.cancelled() => Err(SandboxError::ShuttingDown),
+                finished = run => finished.unwrap_or_else(|_| {
+                    tracing::warn!(%kind, ?deadline, "a run outlived its outer deadline; abandoned");
+                    Err(SandboxError::Timeout(deadline))
+                }),
+            };
+            // Waited for a sandbox of a provider that a save replaced: nothing ran, so the
+            // run goes to the new one (as often as saves come, within the deadline).
+            if matches!(outcome, Err(SandboxError::Retired)) && started.elapsed() < deadline {
+                tokio::task::yield_now().await;
+                if let Err(error) = self.refresh().await {
+                    tracing::warn!(%error, "could not check the stored sandbox settings");
+                }
+                continue;
+            }
+            break (kind, outcome);
+        };
         if let Ok(result) = &mut outcome {
             result.metadata.insert("provider".into(), json!(kind));
         }
@@ -701,8 +892,8 @@ impl SandboxService {
         outcome
     }
 
-    /// Writes the history row of one run. A failure to record is logged, never fatal: the
-    /// caller still gets its result.
+    /// Writes the history row of one run. A failed write is retried in the background (see
+    /// `HistoryWriter`), never fatal: the caller still gets its result.
     async fn record(
         &self,
         caller: &Caller,
@@ -768,9 +959,7 @@ impl SandboxService {
                 ran.and_then(|r| r.metadata.get("queue_wait_ms").and_then(Value::as_u64)),
             );
         }
-        if let Err(error) = execution::record(&self.pool, &row).await {
-            tracing::warn!(%error, "could not record an execution in the history");
-        }
+        self.history.record(&row).await;
     }
 }
 

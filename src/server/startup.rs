@@ -32,6 +32,7 @@ use crate::{
     app::{shell, App},
     sandbox::providers,
     server::{
+        admission::{self, PageAdmission},
         api::{self, auth::ApiLimiter},
         artifacts, assets,
         auth::{
@@ -57,6 +58,8 @@ pub struct Application {
     state: AppState,
     housekeeping: JoinHandle<()>,
     limits: Limits,
+    /// After a stop signal: how long runs and requests get before they are cancelled.
+    grace: Duration,
 }
 
 impl Application {
@@ -111,7 +114,8 @@ impl Application {
             body_stall: Duration::from_secs(config.stall_timeout_secs.max(1)),
             body_total: Duration::from_secs(config.body_timeout_secs.max(1)),
             max_connections: serve::effective_max_connections(config.max_connections, descriptors),
-            drain: DRAIN,
+            // Runs are cancelled at the grace; their answers (and the rest) get a little more.
+            drain: Duration::from_secs(config.shutdown_grace_secs) + DRAIN_AFTER_GRACE,
         };
         if limits.max_connections < config.max_connections {
             tracing::warn!(
@@ -163,7 +167,14 @@ impl Application {
             .with_table_name(db::SESSION_TABLE)
             .map_err(anyhow::Error::msg)?;
         let sessions = session::layer(store, config.secure_cookies, config.session_idle_minutes);
-        let router = router(state.clone(), config.api_max_body_bytes).layer(sessions);
+        let admission = PageAdmission::new(
+            config.max_page_requests,
+            Duration::from_secs(config.page_queue_secs.max(1)),
+            state.metrics.clone(),
+        );
+        let router = router(state.clone(), config.api_max_body_bytes)
+            .layer(sessions)
+            .layer(middleware::from_fn_with_state(admission, admission::admit));
         let housekeeping = tokio::spawn(async move {
             tokio::join!(
                 sweep_expired(pool.clone()),
@@ -177,6 +188,7 @@ impl Application {
             state,
             housekeeping,
             limits,
+            grace: Duration::from_secs(config.shutdown_grace_secs),
         })
     }
 
@@ -217,7 +229,27 @@ impl Application {
             state,
             housekeeping,
             limits,
+            grace,
         } = self;
+        // At the stop signal the listener closes; runs in flight get `grace`, then they are
+        // cancelled (sandboxes killed and removed, history rows written), so their requests
+        // answer and the drain ends.
+        let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+        let stop = async move {
+            stop.await;
+            let _ = stopping_tx.send(());
+        };
+        let runs = {
+            let sandbox = state.sandbox.clone();
+            tokio::spawn(async move {
+                if stopping_rx.await.is_ok() {
+                    let cancelled = sandbox.finish_runs(grace).await;
+                    if cancelled > 0 {
+                        tracing::warn!(cancelled, "runs cancelled at shutdown");
+                    }
+                }
+            })
+        };
         let metrics_server = metrics_listener.map(|listener| {
             let router = add_outer_layers(
                 Router::new()
@@ -234,6 +266,7 @@ impl Application {
         });
         let result = serve::serve(listener, router, limits, stop).await;
         housekeeping.abort();
+        runs.abort();
         state.sandbox.shutdown().await;
         if let Some(server) = metrics_server {
             server.abort();
@@ -250,8 +283,9 @@ impl Application {
     }
 }
 
-/// After SIGTERM, requests in flight get this long to finish (the longest run is 600 s).
-const DRAIN: Duration = Duration::from_secs(630);
+/// After the shutdown grace, requests get this much longer to write their answers (a
+/// cancelled run's 503, a page) before their connections are closed.
+const DRAIN_AFTER_GRACE: Duration = Duration::from_secs(5);
 
 /// Creates the data directory (0700) and the database (0600: it holds live session ids; its
 /// `-wal`/`-shm` files take the same mode from it), opens it and applies pending migrations.
@@ -263,7 +297,7 @@ pub async fn open_database(config: &Config) -> anyhow::Result<sqlx::SqlitePool> 
         )
     })?;
     let url = config.database_url();
-    let pool = db::connect(&url)
+    let pool = db::connect_with(&url, config.database_connections)
         .await
         .with_context(|| format!("cannot open the database {url}"))?;
     db::migrate(&pool)
@@ -320,6 +354,7 @@ fn provide_request_context(state: AppState) {
 
 fn add_outer_layers(router: Router) -> Router {
     router
+        .layer(middleware::from_fn(headers::explain_empty_errors))
         .layer(middleware::from_fn(headers::content_security_policy))
         .layer(middleware::from_fn(headers::no_store_by_default))
         .layer(SetResponseHeaderLayer::if_not_present(

@@ -52,6 +52,39 @@ pub async fn spawn_app_with_scripted(customize: impl FnOnce(&mut Config)) -> Tes
     spawn_app_full(tempfile::tempdir().unwrap(), customize, registry).await
 }
 
+/// An application that a test stops itself (as SIGTERM would): send on the returned sender,
+/// then await the handle for `run_until`'s end.
+pub async fn spawn_app_stoppable(
+    data_dir: TempDir,
+    customize: impl FnOnce(&mut Config),
+) -> (
+    TestApp,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let mut config = test_config(&data_dir);
+    customize(&mut config);
+    let app = Application::build_with_registry(config, providers::registry())
+        .await
+        .expect("the application builds");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let pool = app.state().pool.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(app.run_until(async move {
+        let _ = stopped.await;
+    }));
+    let jar = Arc::new(reqwest::cookie::Jar::default());
+    let app = TestApp {
+        address,
+        metrics_address: None,
+        pool,
+        data_dir,
+        client: client_with(jar.clone()),
+        jar,
+    };
+    (app, stop, running)
+}
+
 async fn spawn_app_full(
     data_dir: TempDir,
     customize: impl FnOnce(&mut Config),
@@ -196,6 +229,18 @@ impl TestApp {
         form.extend(scopes.iter().map(|s| (*s, "on")));
         let created = admin.call_ok("create_api_key", &form).await;
         created["key"].as_str().unwrap().to_owned()
+    }
+
+    /// Another handle on the same client and cookies (the same signed-in session).
+    pub fn same_session(&self) -> TestApp {
+        TestApp {
+            address: self.address.clone(),
+            metrics_address: self.metrics_address.clone(),
+            pool: self.pool.clone(),
+            data_dir: tempfile::tempdir().unwrap(),
+            client: self.client.clone(),
+            jar: self.jar.clone(),
+        }
     }
 
     /// A second client on the same server, with its own cookies.

@@ -11,6 +11,7 @@ mod docker_provider;
 mod e2b_provider;
 #[path = "../fakes/mod.rs"]
 mod fakes;
+mod faults;
 mod gateway;
 mod gateway_cli;
 mod hardening;

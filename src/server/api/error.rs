@@ -140,6 +140,15 @@ impl From<SandboxError> for ApiError {
                 "no_active_provider",
                 "no sandbox provider is active; an admin must save valid sandbox settings",
             ),
+            SandboxError::Retired | SandboxError::ShuttingDown => {
+                let mut unavailable = Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "the console cannot run code right now; retry",
+                );
+                unavailable.retry_after = Some(Duration::from_secs(1));
+                unavailable
+            }
             SandboxError::UnknownKind { .. } | SandboxError::ConfigInvalid { .. } => {
                 Self::internal(&detail)
             }
@@ -202,6 +211,8 @@ mod tests {
             (SandboxError::Unauthenticated("401".into()), 502),
             (SandboxError::Backend("boom".into()), 502),
             (SandboxError::NoActiveProvider, 503),
+            (SandboxError::ShuttingDown, 503),
+            (SandboxError::Retired, 503),
             (
                 SandboxError::Unsupported(crate::model::execution::Language::Javascript),
                 400,

@@ -221,7 +221,7 @@ pub async fn providers(
     authorize_any(&state, &headers, &[Scope::Execute, Scope::Admin]).await?;
     let active = match state.sandbox.active() {
         Some((kind, provider)) => {
-            let health = provider.health().await;
+            let health = state.sandbox.active_health().await;
             Some(ActiveProvider {
                 kind,
                 name: provider.info().name.clone(),

@@ -55,14 +55,19 @@ pub async fn insert(
     username: &str,
     password_hash: &str,
 ) -> Result<Option<AdminUser>, sqlx::Error> {
-    sqlx::query_as(&format!(
+    // Committed explicitly: a `returning` row read in autocommit mode is no proof that the
+    // write was committed (sqlx#2099).
+    let mut tx = pool.begin().await?;
+    let user = sqlx::query_as(&format!(
         "insert into admin_user (username, password_hash) values (?, ?) \
          on conflict (username) do nothing returning {COLUMNS}"
     ))
     .bind(username)
     .bind(password_hash)
-    .fetch_optional(pool)
-    .await
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(user)
 }
 
 /// Replaces the password hash and voids every existing session. `false` when no such user.

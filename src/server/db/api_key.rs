@@ -72,16 +72,24 @@ pub async fn create(
     let mut scopes = scopes.to_vec();
     scopes.sort();
     scopes.dedup();
-    let row: Result<Row, sqlx::Error> = sqlx::query_as(&format!(
-        "insert into api_key (name, prefix, key_hash, scopes, created_by) values (?, ?, ?, ?, ?) \
-         returning {COLUMNS}"
-    ))
-    .bind(name)
-    .bind(&key[..SHOWN_CHARS])
-    .bind(hash(&key))
-    .bind(serde_json::to_string(&scopes).unwrap_or_else(|_| "[]".into()))
-    .bind(created_by)
-    .fetch_one(pool)
+    // An explicit transaction: a `returning` row read in autocommit mode is no proof that
+    // the write was committed (sqlx#2099); the commit's own result is.
+    let row: Result<Row, sqlx::Error> = async {
+        let mut tx = pool.begin().await?;
+        let row = sqlx::query_as(&format!(
+            "insert into api_key (name, prefix, key_hash, scopes, created_by) values (?, ?, ?, ?, ?) \
+             returning {COLUMNS}"
+        ))
+        .bind(name)
+        .bind(&key[..SHOWN_CHARS])
+        .bind(hash(&key))
+        .bind(serde_json::to_string(&scopes).unwrap_or_else(|_| "[]".into()))
+        .bind(created_by)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(row)
+    }
     .await;
     match row {
         Ok(row) => Ok(CreatedKey {
@@ -107,14 +115,17 @@ pub async fn list(pool: &SqlitePool) -> Result<Vec<ApiKeyInfo>, sqlx::Error> {
 
 /// Revokes a live key; `None` when there is no live key with this id.
 pub async fn revoke(pool: &SqlitePool, id: i64) -> Result<Option<ApiKeyInfo>, sqlx::Error> {
+    // Committed explicitly: see `create`.
+    let mut tx = pool.begin().await?;
     let row: Option<Row> = sqlx::query_as(&format!(
         "update api_key set revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), \
          updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
          where id = ? and revoked_at is null returning {COLUMNS}"
     ))
     .bind(id)
-    .fetch_optional(pool)
+    .fetch_optional(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(row.map(Into::into))
 }
 
@@ -142,12 +153,17 @@ pub async fn authenticate(pool: &SqlitePool, key: &str) -> Result<Option<ApiKeyI
         return Ok(None);
     };
     if stale {
-        sqlx::query(
+        // Only a note of when the key was last used: a database that cannot take it (full,
+        // locked past the busy timeout) must not refuse a valid key.
+        if let Err(error) = sqlx::query(
             "update api_key set last_used_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') where id = ?",
         )
         .bind(row.id)
         .execute(pool)
-        .await?;
+        .await
+        {
+            tracing::warn!(%error, key = %row.name, "could not record an API key's last use");
+        }
     }
     Ok(Some(row.into()))
 }

@@ -93,7 +93,10 @@ pub fn sha256(text: &str) -> String {
 }
 
 pub async fn record(pool: &SqlitePool, run: &NewExecution<'_>) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar(
+    // Committed explicitly: a `returning` row read in autocommit mode is no proof that the
+    // write was committed (sqlx#2099).
+    let mut tx = pool.begin().await?;
+    let id = sqlx::query_scalar(
         "insert into execution (caller, caller_kind, source, provider, language, status, exit_code, \
          duration_ms, code_sha256, input_bytes, output_bytes, error, code, stdout, stderr) \
          values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning id",
@@ -113,8 +116,10 @@ pub async fn record(pool: &SqlitePool, run: &NewExecution<'_>) -> Result<i64, sq
     .bind(run.content.as_ref().map(|c| c.code))
     .bind(run.content.as_ref().map(|c| c.stdout))
     .bind(run.content.as_ref().map(|c| c.stderr))
-    .fetch_one(pool)
-    .await
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(id)
 }
 
 /// The newest runs first.

@@ -22,6 +22,11 @@ pub const SESSION_TABLE: &str = "session";
 /// disappears later must make the console unready (`/readyz`), not be replaced by an empty one
 /// behind everyone's back.
 pub async fn connect(url: &str) -> Result<SqlitePool, sqlx::Error> {
+    connect_with(url, 8).await
+}
+
+/// [`connect`] with a pool of `max_connections`.
+pub async fn connect_with(url: &str, max_connections: u32) -> Result<SqlitePool, sqlx::Error> {
     let file = sqlite_file(url);
     if let Some(file) = &file {
         private_file(file)?;
@@ -33,7 +38,7 @@ pub async fn connect(url: &str) -> Result<SqlitePool, sqlx::Error> {
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(5));
     SqlitePoolOptions::new()
-        .max_connections(8)
+        .max_connections(max_connections.max(1))
         .acquire_timeout(Duration::from_secs(5))
         .connect_with(options)
         .await
@@ -106,7 +111,8 @@ pub fn sqlite_file(url: &str) -> Option<PathBuf> {
 }
 
 /// Is the database usable right now? Checks that a SQLite file still exists (a deleted file
-/// keeps working through open connections while every write is lost) and that a query runs.
+/// keeps working through open connections while every write is lost), that a query runs and
+/// that a write commits.
 pub async fn ping(pool: &SqlitePool, file: Option<&std::path::Path>) -> Result<(), String> {
     if let Some(file) = file {
         if !file.exists() {
@@ -115,9 +121,26 @@ pub async fn ping(pool: &SqlitePool, file: Option<&std::path::Path>) -> Result<(
     }
     let query = sqlx::query_scalar::<_, i64>("select 1").fetch_one(pool);
     match tokio::time::timeout(Duration::from_secs(2), query).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(error)) => Err(error.to_string()),
-        Err(_) => Err("database did not answer within 2 s".into()),
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => return Err(error.to_string()),
+        Err(_) => return Err("database did not answer within 2 s".into()),
+    }
+    // A database that reads but cannot write (full disk, a write lock held elsewhere) loses
+    // history and refuses saves: only a committed write tells.
+    let write = async {
+        let mut tx = pool.begin().await?;
+        sqlx::query(
+            "insert into readiness (id, checked_at) values (1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) \
+             on conflict (id) do update set checked_at = excluded.checked_at, updated_at = excluded.checked_at",
+        )
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await
+    };
+    match tokio::time::timeout(Duration::from_secs(2), write).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(format!("database refuses writes: {error}")),
+        Err(_) => Err("database did not take a write within 2 s (locked?)".into()),
     }
 }
 

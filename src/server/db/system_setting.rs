@@ -88,6 +88,9 @@ pub async fn put(
     expected_version: Option<Option<i64>>,
 ) -> Result<Setting, SettingError> {
     let text = value.to_string();
+    // An explicit transaction: a `returning` row read in autocommit mode is no proof that
+    // the write was committed (sqlx#2099); the commit's own result is.
+    let mut tx = pool.begin().await?;
     let row: Option<Row> = match expected_version {
         None => sqlx::query_as(&format!(
             "insert into system_setting (name, value, updated_by) values (?1, ?2, ?3) \
@@ -98,7 +101,7 @@ pub async fn put(
         .bind(name)
         .bind(&text)
         .bind(updated_by)
-        .fetch_optional(pool)
+        .fetch_optional(&mut *tx)
         .await?,
         Some(None) => sqlx::query_as(&format!(
             "insert into system_setting (name, value, updated_by) values (?1, ?2, ?3) \
@@ -107,7 +110,7 @@ pub async fn put(
         .bind(name)
         .bind(&text)
         .bind(updated_by)
-        .fetch_optional(pool)
+        .fetch_optional(&mut *tx)
         .await?,
         Some(Some(version)) => sqlx::query_as(&format!(
             "update system_setting set value = ?2, updated_by = ?3, version = version + 1, \
@@ -118,9 +121,10 @@ pub async fn put(
         .bind(&text)
         .bind(updated_by)
         .bind(version)
-        .fetch_optional(pool)
+        .fetch_optional(&mut *tx)
         .await?,
     };
+    tx.commit().await?;
     match row {
         Some(row) => row.try_into(),
         None => {

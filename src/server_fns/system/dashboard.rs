@@ -2,7 +2,7 @@ use leptos::prelude::*;
 
 use crate::{model::dashboard::Dashboard, server_fns::error::AppError};
 
-/// The active provider with a fresh health check, the last hour by status, p50/p95 latency
+/// The active provider with its latest health check (cached for a few seconds), the last hour by status, p50/p95 latency
 /// over the window, and recent failures.
 #[server(prefix = "/rpc", endpoint = "dashboard")]
 pub async fn get_dashboard() -> Result<Dashboard, AppError> {
@@ -22,7 +22,7 @@ pub async fn get_dashboard() -> Result<Dashboard, AppError> {
         Some((kind, provider)) => (
             kind,
             provider.info().name.clone(),
-            provider.health().await,
+            state.sandbox.active_health().await,
             provider.pool_state(),
         ),
         None => (

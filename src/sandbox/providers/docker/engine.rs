@@ -222,7 +222,7 @@ pub async fn start_container(
             },
         })?;
     if let Err(source) = docker.start_container(&created.id, None).await {
-        remove(docker, &created.id).await;
+        let _ = remove(docker, &created.id).await;
         return Err(DockerError::StartContainer {
             image,
             runtime: config.runtime.clone(),
@@ -234,18 +234,20 @@ pub async fn start_container(
 
 /// Force-removes a container (killing it first if needed); failures are logged only: the
 /// start-up sweep catches anything left.
-pub async fn remove(docker: &Docker, id: &str) {
+/// Returns whether the container is gone (removed now, or already).
+pub async fn remove(docker: &Docker, id: &str) -> bool {
     let options = RemoveContainerOptionsBuilder::default()
         .force(true)
         .v(true)
         .build();
     match docker.remove_container(id, Some(options)).await {
-        Ok(()) => {}
+        Ok(()) => true,
         Err(bollard::errors::Error::DockerResponseServerError {
             status_code: 404, ..
-        }) => {}
+        }) => true,
         Err(error) => {
-            tracing::warn!(container = id, %error, "could not remove a sandbox container")
+            tracing::warn!(container = id, %error, "could not remove a sandbox container");
+            false
         }
     }
 }

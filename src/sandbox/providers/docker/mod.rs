@@ -186,8 +186,9 @@ pub async fn sweep_stale(docker: &bollard::Docker) -> Result<usize, DockerError>
     let mut removed = 0;
     for (id, owner, _pool) in engine::list_ours(docker).await? {
         if !owner_alive(&owner) {
-            engine::remove(docker, &id).await;
-            removed += 1;
+            if engine::remove(docker, &id).await {
+                removed += 1;
+            }
         }
     }
     Ok(removed)
@@ -528,6 +529,25 @@ impl SandboxProvider for DockerProvider {
         for pool in self.pools() {
             pool.close(&self.shared).await;
         }
+        // Anything still labelled with this provider's pool (a start cut off half-way, a
+        // removal the daemon refused twice) goes now, not with the next console's sweep.
+        let Ok(docker) = self.shared.engine.client().await else {
+            return;
+        };
+        if let Ok(ours) = engine::list_ours(&docker).await {
+            for (id, _, pool) in ours {
+                if pool == self.shared.pool_id {
+                    let _ = engine::remove(&docker, &id).await;
+                }
+            }
+        }
+    }
+
+    fn run_deadline(&self, request: &ExecRequest) -> Duration {
+        let config = &self.shared.config;
+        let timeout = sandbox::timeout_secs(request, config.timeout_secs);
+        // The wait for a slot, a cold start (seconds under gVisor), the run, the artifacts.
+        Duration::from_secs(u64::from(config.queue_wait_secs) + u64::from(timeout) + 60)
     }
 
     async fn create_instance(&self, language: Language) -> Result<Instance, Error> {

@@ -2,7 +2,11 @@
 //! behind one permit. A run takes a permit (waiting up to the queue limit, then `pool_busy`),
 //! an idle container or a cold one, and gives both back through [`Pool::release`], which
 //! replaces (strict mode) or wipes (reuse mode) the container in the background while still
-//! holding the permit: the next run gets a ready container, never an extra one.
+//! holding the permit: the next run gets a ready container, never an extra one. A lease that
+//! is dropped without being released (its run was cancelled) removes its container and only
+//! then gives its permit back, so a cancelled run never leaves a container outside the pool.
+//! Removals the daemon refused (it was restarting, say) are retried on the next health check
+//! and at shutdown.
 
 use std::{
     sync::{
@@ -26,17 +30,54 @@ pub struct Pool {
     size: usize,
     slots: Arc<Semaphore>,
     idle: Mutex<Vec<String>>,
+    /// Containers whose removal failed: removed again on the next health check and at close.
+    leftovers: Mutex<Vec<String>>,
     closed: AtomicBool,
 }
 
-/// A container checked out for one run.
+/// A container checked out for one run. Give it back with [`Pool::release`]; dropped
+/// instead, it removes its container in the background and frees its slot after that.
 #[derive(Debug)]
 pub struct Lease {
     pub id: String,
     /// Started for this run rather than taken warm from the pool.
     pub cold: bool,
     pub waited: Duration,
+    /// `None` once released.
+    held: Option<Held>,
+}
+
+#[derive(Debug)]
+struct Held {
     permit: OwnedSemaphorePermit,
+    pool: Arc<Pool>,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let Some(Held {
+            permit,
+            pool,
+            shared,
+        }) = self.held.take()
+        else {
+            return;
+        };
+        let id = std::mem::take(&mut self.id);
+        tracing::info!(
+            container = &id[..id.len().min(12)],
+            "a run was abandoned; removing its container"
+        );
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move { pool.discard(&shared, id, permit).await });
+            }
+            // No runtime (the process is ending): the start-up sweep of the next console
+            // removes it, as for a crash.
+            Err(_) => pool.leftovers.lock().expect("leftovers lock").push(id),
+        }
+    }
 }
 
 impl Pool {
@@ -46,6 +87,7 @@ impl Pool {
             size,
             slots: Arc::new(Semaphore::new(size)),
             idle: Mutex::new(Vec::new()),
+            leftovers: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
         }
     }
@@ -81,12 +123,18 @@ impl Pool {
         }
     }
 
-    /// Takes a container for one run: an idle one, or a new one when the slot has none.
-    pub async fn checkout(&self, shared: &Shared, wait: Duration) -> Result<Lease, Error> {
+    /// Takes a container for one run: an idle one, or a new one when the slot has none. A run
+    /// still waiting when the pool closes (its provider was replaced by a save) gets
+    /// `Retired`: nothing ran, and it may go to the new provider.
+    pub async fn checkout(
+        self: &Arc<Self>,
+        shared: &Arc<Shared>,
+        wait: Duration,
+    ) -> Result<Lease, Error> {
         let started = std::time::Instant::now();
         let permit = match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
             Ok(Ok(permit)) => permit,
-            Ok(Err(_closed)) => return Err(Error::Backend("the container pool is closed".into())),
+            Ok(Err(_closed)) => return Err(Error::Retired),
             Err(_) => {
                 return Err(Error::PoolBusy {
                     retry_after: Duration::from_secs(shared.config.timeout_secs.clamp(1, 5).into()),
@@ -94,28 +142,39 @@ impl Pool {
             }
         };
         if self.closed() {
-            return Err(Error::Backend(
-                "the docker provider is shutting down".into(),
-            ));
+            return Err(Error::Retired);
         }
         let waited = started.elapsed();
         let warm = self.idle.lock().expect("idle list lock").pop();
-        let (id, cold) = match warm {
-            Some(id) => (id, false),
-            None => (shared.start(self.language).await?, true),
-        };
-        Ok(Lease {
-            id,
-            cold,
+        // Leased before a cold start, so a run cancelled during the start still frees its
+        // slot only after the container is gone.
+        let mut lease = Lease {
+            id: warm.clone().unwrap_or_default(),
+            cold: warm.is_none(),
             waited,
-            permit,
-        })
+            held: Some(Held {
+                permit,
+                pool: self.clone(),
+                shared: shared.clone(),
+            }),
+        };
+        if lease.cold {
+            match shared.start(self.language).await {
+                Ok(id) => lease.id = id,
+                Err(error) => {
+                    // Nothing to remove: give the slot back as it is.
+                    lease.held.take();
+                    return Err(error);
+                }
+            }
+        }
+        Ok(lease)
     }
 
     /// A container that turned out dead at checkout: replaced by a fresh one, same permit.
     pub async fn replace(&self, shared: &Shared, lease: &mut Lease) -> Result<(), Error> {
         let docker = shared.engine.client().await?;
-        engine::remove(&docker, &lease.id).await;
+        self.remove(&docker, &lease.id).await;
         lease.id = shared.start(self.language).await?;
         lease.cold = true;
         Ok(())
@@ -123,11 +182,15 @@ impl Pool {
 
     /// Gives a container back after its run. Strict mode (or a container that hit a limit):
     /// removed, and a new one warmed in its slot. Reuse mode: wiped, then idle again.
-    pub fn release(self: &Arc<Self>, shared: &Arc<Shared>, lease: Lease, reusable: bool) {
+    pub fn release(self: &Arc<Self>, shared: &Arc<Shared>, mut lease: Lease, reusable: bool) {
+        let Some(Held { permit, .. }) = lease.held.take() else {
+            return;
+        };
+        let id = std::mem::take(&mut lease.id);
         let (pool, shared) = (self.clone(), shared.clone());
         tokio::spawn(async move {
-            let Lease { id, permit, .. } = lease;
             let Ok(docker) = shared.engine.client().await else {
+                pool.leftovers.lock().expect("leftovers lock").push(id);
                 return;
             };
             let keep = reusable
@@ -141,9 +204,37 @@ impl Pool {
                 },
                 false => id,
             };
-            engine::remove(&docker, &id).await;
+            pool.remove(&docker, &id).await;
             pool.refill(&shared, permit).await;
         });
+    }
+
+    /// Removes the container of an abandoned run, then frees (and refills) its slot.
+    async fn discard(&self, shared: &Shared, id: String, permit: OwnedSemaphorePermit) {
+        match shared.engine.client().await {
+            Ok(docker) => self.remove(&docker, &id).await,
+            Err(_) => self.leftovers.lock().expect("leftovers lock").push(id),
+        }
+        self.refill(shared, permit).await;
+    }
+
+    /// Removes one container; one the daemon would not remove is kept for a later try.
+    async fn remove(&self, docker: &bollard::Docker, id: &str) {
+        if !engine::remove(docker, id).await {
+            self.leftovers
+                .lock()
+                .expect("leftovers lock")
+                .push(id.to_owned());
+        }
+    }
+
+    /// Tries the removals that failed before again; returns how many are still left.
+    async fn remove_leftovers(&self, docker: &bollard::Docker) -> usize {
+        let ids = std::mem::take(&mut *self.leftovers.lock().expect("leftovers lock"));
+        for id in ids {
+            self.remove(docker, &id).await;
+        }
+        self.leftovers.lock().expect("leftovers lock").len()
     }
 
     /// Puts a ready container in the idle list, unless the pool is closed: then it is handed
@@ -166,8 +257,9 @@ impl Pool {
         match shared.start(self.language).await {
             Ok(id) => {
                 if let Some(id) = self.park(id) {
-                    if let Ok(docker) = shared.engine.client().await {
-                        engine::remove(&docker, &id).await;
+                    match shared.engine.client().await {
+                        Ok(docker) => self.remove(&docker, &id).await,
+                        Err(_) => self.leftovers.lock().expect("leftovers lock").push(id),
                     }
                 }
             }
@@ -184,6 +276,7 @@ impl Pool {
         let Ok(docker) = shared.engine.client().await else {
             return 0;
         };
+        self.remove_leftovers(&docker).await;
         let mut dead = Vec::new();
         for id in self.idle_ids() {
             if !matches!(engine::running(&docker, &id).await, Ok(true)) {
@@ -198,7 +291,7 @@ impl Pool {
             .expect("idle list lock")
             .retain(|id| !dead.contains(id));
         for id in &dead {
-            engine::remove(&docker, id).await;
+            self.remove(&docker, id).await;
         }
         if !self.closed() {
             self.warm_up(shared);
@@ -215,16 +308,26 @@ impl Pool {
         };
         if let Ok(docker) = shared.engine.client().await {
             for id in idle {
-                engine::remove(&docker, &id).await;
+                self.remove(&docker, &id).await;
             }
         }
+        // Waiting runs see the pool closed at once (`Retired`) instead of a slot later.
+        self.slots.close();
         // Every permit back means every run and every background replace or wipe is over
         // (each removes its container once it sees the pool closed): nothing is left behind
         // when the process exits right after.
-        let all = u32::try_from(self.size).unwrap_or(u32::MAX);
-        let drained = tokio::time::timeout(CLOSE_WAIT, self.slots.acquire_many(all)).await;
-        if drained.is_err() {
+        let started = std::time::Instant::now();
+        while self.slots.available_permits() < self.size && started.elapsed() < CLOSE_WAIT {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if self.slots.available_permits() < self.size {
             tracing::warn!(language = %self.language, "runs still in flight after {CLOSE_WAIT:?}; their containers go when they end");
+        }
+        if let Ok(docker) = shared.engine.client().await {
+            let left = self.remove_leftovers(&docker).await;
+            if left > 0 {
+                tracing::warn!(language = %self.language, left, "sandbox containers the daemon would not remove");
+            }
         }
     }
 }

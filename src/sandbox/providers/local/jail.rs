@@ -5,6 +5,7 @@ use std::{
     io::Read,
     os::unix::fs::MetadataExt,
     path::Path,
+    sync::mpsc,
     thread,
     time::{Duration, Instant},
 };
@@ -191,12 +192,87 @@ fn container(
     Ok(container)
 }
 
-/// Runs `job` in a fresh sandbox and waits for it, at most `timeout`.
+/// How long past its deadline a sandbox may take before the watchdog kills its supervisor:
+/// hakoniwa's own deadline lives in the supervisor, which a SIGSTOP (or a bug) can freeze.
+pub const KILL_MARGIN: Duration = Duration::from_secs(3);
+
+/// What ends a sandbox early: its run was abandoned (the task that waited for it is gone),
+/// or it finished (the watchdog then has nothing to do).
+#[derive(Debug)]
+pub enum Stop {
+    Abandoned,
+    Finished,
+}
+
+/// The other end of a run's watchdog: dropping it (the async side of the run went away,
+/// say at shutdown) kills the sandbox at once.
+#[derive(Debug)]
+pub struct KillOnDrop(mpsc::Sender<Stop>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // After a finished run the watchdog is gone and nobody hears this; that is fine.
+        let _ = self.0.send(Stop::Abandoned);
+    }
+}
+
+/// A run's stop channel: the sender for the async side, the receiver for [`run`].
+pub fn stop_channel() -> (KillOnDrop, Watch) {
+    let (tx, rx) = mpsc::channel();
+    (KillOnDrop(tx.clone()), Watch { tx, rx })
+}
+
+/// The run side of a stop channel.
+#[derive(Debug)]
+pub struct Watch {
+    tx: mpsc::Sender<Stop>,
+    rx: mpsc::Receiver<Stop>,
+}
+
+/// Kills the sandbox's supervisor (and so, through its parent-death signal, the namespace's
+/// PID 1 and everything in it) when the outer deadline passes or the run is abandoned. A
+/// pidfd names the process, so a reaped and reused pid is never signalled.
+fn watchdog(
+    child_pid: u32,
+    deadline: Duration,
+    watch: Watch,
+) -> Result<mpsc::Sender<Stop>, String> {
+    let pid = rustix::process::Pid::from_raw(child_pid as i32)
+        .ok_or_else(|| "the sandbox has no pid".to_owned())?;
+    let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
+        .map_err(|e| format!("cannot watch the sandbox: {e}"))?;
+    let Watch { tx, rx } = watch;
+    thread::Builder::new()
+        .name("sandbox-watchdog".into())
+        .spawn(move || {
+            let kill = match rx.recv_timeout(deadline) {
+                Ok(Stop::Finished) | Err(mpsc::RecvTimeoutError::Disconnected) => false,
+                Ok(Stop::Abandoned) => true,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    tracing::warn!(
+                        ?deadline,
+                        "a local sandbox outlived its deadline (frozen supervisor?); killing it"
+                    );
+                    true
+                }
+            };
+            if kill {
+                let _ = rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL);
+            }
+        })
+        .map_err(|e| format!("cannot start the sandbox watchdog: {e}"))?;
+    Ok(tx)
+}
+
+/// Runs `job` in a fresh sandbox and waits for it, at most `timeout` (hakoniwa's deadline),
+/// and in any case no more than `timeout` + [`KILL_MARGIN`], or until `watch` says the run
+/// was abandoned.
 pub fn run(
     config: &LocalConfig,
     job: &Job,
     timeout: Duration,
     limits: ArtifactLimits,
+    watch: Watch,
 ) -> Result<RawRun, String> {
     // Only the artifacts folder lives on the host (private, deleted after the run); the code,
     // the runner and the arguments are written straight into the run's tmpfs.
@@ -232,6 +308,14 @@ pub fn run(
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start the sandbox: {e}"))?;
+    let finished = match watchdog(child.id(), timeout + KILL_MARGIN, watch) {
+        Ok(finished) => finished,
+        Err(error) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(error);
+        }
+    };
     drop(child.stdin.take());
     let cap = config.max_output_bytes as usize;
     let stdout = child
@@ -242,9 +326,9 @@ pub fn run(
         .stderr
         .take()
         .map(|pipe| thread::spawn(move || read_capped(pipe, cap)));
-    let status = child
-        .wait()
-        .map_err(|e| format!("lost the sandboxed process: {e}"))?;
+    let status = child.wait();
+    let _ = finished.send(Stop::Finished);
+    let status = status.map_err(|e| format!("lost the sandboxed process: {e}"))?;
     let elapsed = started.elapsed();
     let join = |reader: Option<thread::JoinHandle<(String, bool)>>| {
         reader.and_then(|r| r.join().ok()).unwrap_or_default()

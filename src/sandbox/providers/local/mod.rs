@@ -93,7 +93,7 @@ impl LocalProvider {
         interpreter_args: Vec<&'static str>,
         timeout: Duration,
     ) -> Result<RawRun, Error> {
-        let (_slot, _) = self.admit().await?;
+        let (slot, _) = self.admit().await?;
         let job = Job {
             language,
             files,
@@ -105,10 +105,16 @@ impl LocalProvider {
             max_count: config.max_artifacts as usize,
             max_bytes: config.max_artifact_bytes,
         };
-        tokio::task::spawn_blocking(move || jail::run(&config, &job, timeout, limits))
-            .await
-            .map_err(|e| Error::Backend(format!("the run crashed: {e}")))?
-            .map_err(Error::Backend)
+        let (_kill_on_drop, watch) = jail::stop_channel();
+        // The slot goes with the sandbox, not with this future: a caller that stops waiting
+        // leaves the run counted until the sandbox is gone.
+        tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            jail::run(&config, &job, timeout, limits, watch)
+        })
+        .await
+        .map_err(|e| Error::Backend(format!("the run crashed: {e}")))?
+        .map_err(Error::Backend)
     }
 }
 
@@ -158,6 +164,14 @@ impl SandboxProvider for LocalProvider {
         Some(PoolState { size, busy })
     }
 
+    fn run_deadline(&self, request: &ExecRequest) -> Duration {
+        let timeout = sandbox::timeout_secs(request, self.config.timeout_secs);
+        // The wait for a slot, the run with its watchdog's margin, the sandbox's set-up and
+        // the artifacts.
+        Duration::from_secs(u64::from(self.config.queue_wait_secs) + u64::from(timeout) + 10)
+            + jail::KILL_MARGIN
+    }
+
     async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
         // Every run gets a brand-new sandbox in execute(); an instance is only a name for it.
         Ok(Instance {
@@ -174,17 +188,26 @@ impl SandboxProvider for LocalProvider {
     ) -> Result<ExecutionResult, Error> {
         instance.check_language(request)?;
         let timeout = sandbox::timeout_secs(request, self.config.timeout_secs);
-        let (_slot, waited) = self.admit().await?;
+        let (slot, waited) = self.admit().await?;
         let job = runner::prepare(request);
         let config = self.config.clone();
         let limits = ArtifactLimits {
             max_count: config.max_artifacts as usize,
             max_bytes: config.max_artifact_bytes,
         };
+        let (_kill_on_drop, watch) = jail::stop_channel();
         let raw = {
             let job = job.clone();
+            // The slot goes with the sandbox, not with this future (see run_program).
             tokio::task::spawn_blocking(move || {
-                jail::run(&config, &job, Duration::from_secs(timeout.into()), limits)
+                let _slot = slot;
+                jail::run(
+                    &config,
+                    &job,
+                    Duration::from_secs(timeout.into()),
+                    limits,
+                    watch,
+                )
             })
             .await
             .map_err(|e| Error::Backend(format!("the run crashed: {e}")))?
