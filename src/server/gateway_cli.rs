@@ -16,8 +16,8 @@ use crate::{
     sandbox::providers,
     server::{
         config::{ApiKeyAction, Config},
-        db::{api_key, execution::Caller},
-        sandbox_settings::SandboxService,
+        db::{api_key, execution::Caller, system_setting},
+        sandbox_settings::{SandboxService, PROVIDER_TYPE},
         secrets::SecretBox,
         startup::open_database,
     },
@@ -55,12 +55,37 @@ fn shell_caller() -> Caller {
     }
 }
 
+/// The database for a command that only reads: `None` (and a note) when there is none yet.
+/// Creates nothing: no data directory, no database, no secret key.
+async fn read_only_database(config: &Config) -> anyhow::Result<Option<sqlx::SqlitePool>> {
+    let url = config.database_url();
+    let pool = crate::server::db::connect_read_only(&url)
+        .await
+        .with_context(|| format!("cannot open the database {url}"))?;
+    if pool.is_none() {
+        eprintln!("No database at {url} yet: nothing is configured.");
+    }
+    Ok(pool)
+}
+
 pub async fn providers(config: &Config, as_json: bool) -> anyhow::Result<i32> {
-    let service = service(config).await?;
-    let active = service.stored_active_kind().await?.unwrap_or_default();
+    let registry = providers::registry();
+    let active = match read_only_database(config).await? {
+        Some(pool) => {
+            let stored = system_setting::get(&pool, PROVIDER_TYPE)
+                .await
+                .context("cannot read the active provider")?;
+            pool.close().await;
+            stored
+                .and_then(|s| s.value.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        }
+        None => String::new(),
+    };
     let mut listed = Vec::new();
-    for info in service.provider_infos() {
-        let schema = service.schema_of(&info.kind).unwrap_or_default();
+    for kind in registry.kinds() {
+        let info = (kind.info)();
+        let schema = (kind.schema)();
         if as_json {
             listed.push(json!({
                 "kind": info.kind, "name": info.name, "description": info.description,
@@ -340,6 +365,13 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
 }
 
 pub async fn api_key(config: &Config, action: ApiKeyAction) -> anyhow::Result<i32> {
+    if matches!(action, ApiKeyAction::List) {
+        if let Some(pool) = read_only_database(config).await? {
+            list_keys(&pool).await?;
+            pool.close().await;
+        }
+        return Ok(exit::OK);
+    }
     let pool = open_database(config).await?;
     let actor = shell_caller().actor();
     let code = match action {
@@ -358,21 +390,7 @@ pub async fn api_key(config: &Config, action: ApiKeyAction) -> anyhow::Result<i3
             exit::OK
         }
         ApiKeyAction::List => {
-            for key in api_key::list(&pool).await? {
-                let scopes: Vec<_> = key.scopes.iter().map(|s| s.id()).collect();
-                println!(
-                    "{:<24} {:<14} {:<16} created {} by {}; last used {}{}",
-                    key.name,
-                    key.prefix,
-                    scopes.join(","),
-                    key.created_at,
-                    key.created_by,
-                    key.last_used_at.as_deref().unwrap_or("never"),
-                    key.revoked_at
-                        .map(|at| format!("; REVOKED {at}"))
-                        .unwrap_or_default()
-                );
-            }
+            list_keys(&pool).await?;
             exit::OK
         }
         ApiKeyAction::Revoke { name } => {
@@ -404,6 +422,25 @@ pub async fn api_key(config: &Config, action: ApiKeyAction) -> anyhow::Result<i3
     };
     pool.close().await;
     Ok(code)
+}
+
+async fn list_keys(pool: &sqlx::SqlitePool) -> anyhow::Result<()> {
+    for key in api_key::list(pool).await? {
+        let scopes: Vec<_> = key.scopes.iter().map(|s| s.id()).collect();
+        println!(
+            "{:<24} {:<14} {:<16} created {} by {}; last used {}{}",
+            key.name,
+            key.prefix,
+            scopes.join(","),
+            key.created_at,
+            key.created_by,
+            key.last_used_at.as_deref().unwrap_or("never"),
+            key.revoked_at
+                .map(|at| format!("; REVOKED {at}"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -369,9 +369,20 @@ async fn a_full_disk_never_reports_a_write_that_did_not_happen() {
     let app = spawn_app_in(data, |_| {}).await;
     let runner = app.api_key("runner", &["execute"]).await;
     let doomed = app.api_key("doomed", &["execute"]).await;
+    let ops = app.api_key("ops", &["admin"]).await;
     // Used once now, so their last use is fresh and needs no write while the disk is full.
     assert!(key_works(&app, &runner).await && key_works(&app, &doomed).await);
     let filler = disk.fill();
+
+    let ragflow = app
+        .post_json(
+            "/api/v1/admin/sandbox/config",
+            &ops,
+            &json!({"provider_type": "local", "config": {"timeout_secs": 8}}),
+        )
+        .await;
+    let ragflow_status = ragflow.status().as_u16();
+    let ragflow_body: Value = ragflow.json().await.unwrap_or(Value::Null);
 
     let (revoke_code, revoke_out, revoke_err) =
         cli(&data_path, &["api-key", "revoke", "--name", "doomed"]);
@@ -383,7 +394,13 @@ async fn a_full_disk_never_reports_a_write_that_did_not_happen() {
     let ghost_works = create_code == 0 && key_works(&app, create_out.trim()).await;
     let (configure_code, _, configure_err) = cli(
         &data_path,
-        &["configure", "local", "--set", "timeout_secs=7"],
+        &[
+            "configure",
+            "--provider",
+            "local",
+            "--set",
+            "timeout_secs=7",
+        ],
     );
     let ready = app.get("/readyz").await.status().as_u16();
     // Runs still answer while the disk is full; their rows wait for room.
@@ -413,7 +430,7 @@ async fn a_full_disk_never_reports_a_write_that_did_not_happen() {
         "a failed revoke says so in one line: {revoke_err}"
     );
     assert!(
-        !(create_code == 0 && !ghost_works),
+        create_code != 0 || ghost_works,
         "`api-key create` exited 0 but the key does not exist ({create_err})"
     );
     assert_ne!(configure_code, 0, "configure cannot save on a full disk");
@@ -422,6 +439,11 @@ async fn a_full_disk_never_reports_a_write_that_did_not_happen() {
         "configure fails in one clear line, no backtrace: {configure_err}"
     );
     assert_eq!(ready, 503, "a console that cannot write is not ready");
+    assert_eq!(
+        (ragflow_status, ragflow_body["code"].clone()),
+        (500, json!(500)),
+        "RAGFlow's admin API answers a failed save as a server error in its envelope: {ragflow_body}"
+    );
     assert!(
         runs.iter().all(|s| *s == 200),
         "runs answer on a full disk: {runs:?}"
@@ -770,4 +792,349 @@ async fn a_page_burst_against_a_small_database_pool_is_queued_or_refused_never_5
     );
     assert!(statuses.get(&200).copied().unwrap_or(0) > 0, "{statuses:?}");
     assert_eq!(busy_without_retry, 0, "every 503 says when to retry");
+}
+
+/// A dockerd of the test's own (own socket, data and exec roots, no networking), so that
+/// freezing it touches nothing else. Thawed and stopped when dropped.
+struct OwnDockerd {
+    dir: TempDir,
+    child: std::process::Child,
+}
+
+impl OwnDockerd {
+    fn start() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("dockerd-")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let path = dir.path();
+        let log = std::fs::File::create(path.join("dockerd.log")).unwrap();
+        // Not the host's daemon.json: nothing of the main daemon's set-up is needed here.
+        std::fs::write(path.join("daemon.json"), "{}").unwrap();
+        let child = Command::new("/usr/sbin/dockerd")
+            .arg("--host")
+            .arg(format!("unix://{}/docker.sock", path.display()))
+            .arg("--data-root")
+            .arg(path.join("data"))
+            .arg("--exec-root")
+            .arg(path.join("exec"))
+            .arg("--pidfile")
+            .arg(path.join("docker.pid"))
+            .args(["--bridge=none", "--iptables=false", "--ip6tables=false"])
+            .arg("--config-file")
+            .arg(path.join("daemon.json"))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("dockerd runs (scripts/docker.sh up installs it)");
+        let daemon = OwnDockerd { dir, child };
+        for _ in 0..150 {
+            let answered = Command::new("docker")
+                .arg("--host")
+                .arg(daemon.host())
+                .arg("version")
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if answered {
+                return daemon;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!(
+            "the test's own dockerd did not start: {}",
+            std::fs::read_to_string(daemon.dir.path().join("dockerd.log")).unwrap_or_default()
+        );
+    }
+
+    fn host(&self) -> String {
+        format!("unix://{}/docker.sock", self.dir.path().display())
+    }
+
+    fn signal(&self, signal: &str) {
+        Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+    }
+}
+
+impl Drop for OwnDockerd {
+    fn drop(&mut self) {
+        self.signal("-CONT");
+        self.signal("-TERM");
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(20) {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_frozen_dockerd_holds_neither_runs_nor_pages() {
+    let daemon = OwnDockerd::start();
+    let app = spawn_app_with(|_| {}).await;
+    app.login().await;
+    let admin = app.api_key("ops", &["admin"]).await;
+    let key = app.api_key("agent", &["execute"]).await;
+    daemon.signal("-STOP");
+    configure(
+        &app,
+        &admin,
+        "docker",
+        Value::Object(docker_settings(
+            "runc",
+            json!({"docker_host": daemon.host(), "queue_wait_secs": 5, "timeout_secs": 2}),
+        )),
+    )
+    .await;
+
+    let started = Instant::now();
+    let run = app
+        .post_json(
+            "/api/v1/execute",
+            &key,
+            &json!({"language": "python", "code": HELLO, "timeout": 2}),
+        )
+        .await;
+    let run_status = run.status().as_u16();
+    let run_took = started.elapsed();
+    let started = Instant::now();
+    let page = app.get("/admin/sandbox-settings").await;
+    let page_status = page.status().as_u16();
+    let page_body = page.text().await.unwrap();
+    let page_took = started.elapsed();
+    let started = Instant::now();
+    let providers = app.get_with_key("/api/v1/providers", &key).await;
+    let providers_status = providers.status().as_u16();
+    let providers_took = started.elapsed();
+    drop(daemon);
+
+    assert!(
+        matches!(run_status, 429 | 502 | 504),
+        "the run fails typed: {run_status}"
+    );
+    // The outer deadline: the queue wait (5 s), the run (2 s) and 20 s for the rest.
+    assert!(
+        run_took < Duration::from_secs(35),
+        "a 2 s run against a frozen daemon ends at its outer deadline, not {run_took:?}"
+    );
+    assert_eq!(page_status, 200);
+    assert!(
+        page_body.contains("did not answer its health check"),
+        "the page says the backend is not answering"
+    );
+    assert!(
+        page_took < Duration::from_secs(10),
+        "the settings page does not wait on the frozen daemon: {page_took:?}"
+    );
+    assert_eq!(providers_status, 200);
+    assert!(
+        providers_took < Duration::from_secs(10),
+        "{providers_took:?}"
+    );
+}
+
+/// A child process that is killed and reaped when dropped (a failing test leaves none).
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn sigterm_ends_within_the_grace_with_half_sent_requests_and_long_runs() {
+    let data = tempfile::tempdir().unwrap();
+    let (code, key, err) = cli(
+        data.path(),
+        &["api-key", "create", "--name", "agent", "--scope", "execute"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let key = key.trim().to_owned();
+    let (code, _, err) = cli(
+        data.path(),
+        &[
+            "configure",
+            "--provider",
+            "local",
+            "--set",
+            "timeout_secs=60",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let before = local_sandboxes();
+    let mut server = Reaped(
+        Command::new(BIN)
+            .args(["--listen", "127.0.0.1:0", "--shutdown-grace-secs", "3"])
+            .arg("--data-dir")
+            .arg(data.path())
+            .env("ADMIN_PASSWORD", "correct horse battery")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let server = &mut server.0;
+    let address = {
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(server.stdout.take().unwrap()).lines();
+        loop {
+            let line = lines
+                .next()
+                .expect("the server prints its address")
+                .unwrap();
+            if let Some(address) = line.strip_prefix("sandbox-console listening on ") {
+                break address.to_owned();
+            }
+        }
+    };
+    let host = address.trim_start_matches("http://").to_owned();
+    // A request whose body never finishes.
+    let mut half = tokio::net::TcpStream::connect(&host).await.unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        half.write_all(
+            format!(
+                "POST /api/v1/execute HTTP/1.1\r\nhost: {host}\r\nauthorization: Bearer {key}\r\n\
+                 content-type: application/json\r\ncontent-length: 1000\r\n\r\n{{\"language\""
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    }
+    // A run that would take 25 s.
+    let long = {
+        let (address, key) = (address.clone(), key.clone());
+        tokio::spawn(async move {
+            let response = reqwest::Client::new()
+                .post(format!("{address}/api/v1/execute"))
+                .bearer_auth(key)
+                .json(&json!({"language": "python", "code": "import time\ndef main():\n    time.sleep(25)\n", "timeout": 30}))
+                .send()
+                .await;
+            response.map(|r| r.status().as_u16()).ok()
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let stopping = Instant::now();
+    Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    let mut exited = None;
+    while stopping.elapsed() < Duration::from_secs(30) {
+        if let Some(status) = server.try_wait().unwrap() {
+            exited = Some(status);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let took = stopping.elapsed();
+    let long = long.await.unwrap();
+    drop(half);
+    let pool = sandbox_console::server::db::connect(&format!(
+        "sqlite://{}",
+        data.path().join("sandbox-console.db").display()
+    ))
+    .await
+    .unwrap();
+    let rows: Vec<(String, Option<String>)> = sqlx::query_as("select status, error from execution")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+
+    let exited = exited.expect("the console exits after SIGTERM");
+    assert!(exited.success(), "{exited:?}");
+    assert!(
+        took < Duration::from_secs(12),
+        "grace 3 s, then cancel and exit: took {took:?}"
+    );
+    assert_eq!(long, Some(503), "the cancelled run is answered");
+    assert_eq!(
+        rows.len(),
+        1,
+        "the cancelled run is in the history: {rows:?}"
+    );
+    assert!(
+        rows[0]
+            .1
+            .as_deref()
+            .unwrap_or_default()
+            .contains("shutting down"),
+        "{rows:?}"
+    );
+    assert_eq!(local_sandboxes(), before, "its sandbox is gone");
+}
+
+#[test]
+fn read_only_commands_create_nothing() {
+    let cwd = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .current_dir(cwd.path())
+            .env_remove("SANDBOX_CONSOLE_DATA_DIR")
+            .env_remove("DATABASE_URL")
+            .output()
+            .unwrap()
+    };
+    let providers = run(&["providers"]);
+    let keys = run(&["api-key", "list"]);
+    let left: Vec<_> = std::fs::read_dir(cwd.path()).unwrap().flatten().collect();
+
+    assert!(providers.status.success(), "{providers:?}");
+    let listed = String::from_utf8_lossy(&providers.stdout);
+    assert!(
+        listed.contains("local") && listed.contains("docker"),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains("(active)"),
+        "nothing is configured yet: {listed}"
+    );
+    assert!(keys.status.success(), "{keys:?}");
+    assert!(left.is_empty(), "read-only commands created {left:?}");
+
+    // With a database, they read it and change nothing in it.
+    let (code, _, err) = cli(
+        &cwd.path().join("data"),
+        &[
+            "configure",
+            "--provider",
+            "local",
+            "--set",
+            "timeout_secs=9",
+            "--activate",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let files = |dir: &Path| -> Vec<(String, u64)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.metadata().unwrap().len(),
+                )
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let before = files(&cwd.path().join("data"));
+    let providers = run(&["providers"]);
+    let listed = String::from_utf8_lossy(&providers.stdout);
+    assert!(listed.contains("local (active)"), "{listed}");
+    assert_eq!(files(&cwd.path().join("data")), before);
 }

@@ -42,7 +42,7 @@ impl IntoResponse for Failure {
     }
 }
 
-/// RAGFlow's `error_response`: always HTTP 400; `code` 400 for bad requests, 500 otherwise.
+/// RAGFlow's `error_response` for a bad request: HTTP 400 with `code` 400.
 fn failure(message: impl Into<String>, code: u16) -> Failure {
     Failure {
         status: StatusCode::BAD_REQUEST,
@@ -51,9 +51,15 @@ fn failure(message: impl Into<String>, code: u16) -> Failure {
     }
 }
 
+/// A failure on our side (the database, say) keeps RAGFlow's envelope with `code` 500, and is
+/// a real 5xx on the wire: a client must not take it for a mistake in its request.
 fn internal(context: &str, error: impl std::fmt::Display) -> Failure {
     tracing::error!(%error, "{context}");
-    failure(format!("{context}: the server log has the details"), 500)
+    Failure {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        code: 500,
+        message: format!("{context}: the server log has the details"),
+    }
 }
 
 /// Auth failures keep the envelope, with the real HTTP status.

@@ -303,8 +303,14 @@ pub async fn distinct(pool: &SqlitePool, column: &str) -> Result<Vec<String>, sq
         "provider" | "status" => column,
         _ => return Ok(Vec::new()),
     };
+    // A loose index scan: each step seeks the next value in the column's index, so the cost
+    // grows with the number of distinct values, not of rows.
     sqlx::query_scalar(&format!(
-        "select distinct {column} from execution order by {column}"
+        "with recursive seen (v) as ( \
+           select min({column}) from execution \
+           union all \
+           select (select min({column}) from execution where {column} > seen.v) from seen where seen.v is not null \
+         ) select v from seen where v is not null order by v"
     ))
     .fetch_all(pool)
     .await
@@ -344,21 +350,34 @@ pub async fn last_hour_by_status(pool: &SqlitePool) -> Result<Vec<(String, i64)>
     .await
 }
 
-/// Durations of runs that ran (not provider errors) in the last `minutes`, with the bucket
-/// (`bucket_minutes` wide, 0 = oldest) each fell in. At most 100 000, the newest.
-pub async fn recent_durations(
+/// p50 and p95 (nearest rank) of the durations of runs that ran (not provider errors) in the
+/// last `minutes`, per bucket (`bucket_minutes` wide, 0 = oldest) that had runs: `(bucket,
+/// runs, p50_ms, p95_ms)`. Computed in SQL: no row leaves the database.
+pub async fn recent_latency(
     pool: &SqlitePool,
     minutes: u32,
     bucket_minutes: u32,
-) -> Result<Vec<(i64, i64)>, sqlx::Error> {
+) -> Result<Vec<(i64, i64, i64, i64)>, sqlx::Error> {
     sqlx::query_as(
-        "select (cast(strftime('%s', created_at) as integer) - cast(strftime('%s', 'now', ?1) as integer)) / ?2 as bucket, \
-         duration_ms from execution \
-         where created_at >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1) and status != 'error' \
-         order by id desc limit 100000",
+        "with runs as ( \
+           select min((cast(strftime('%s', created_at) as integer) - cast(strftime('%s', 'now', ?1) as integer)) / ?2, ?3) as bucket, \
+                  duration_ms from execution \
+           where created_at >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1) and status != 'error' \
+         ), ranked as ( \
+           select bucket, duration_ms, \
+                  row_number() over (partition by bucket order by duration_ms) as r, \
+                  count(*) over (partition by bucket) as n \
+           from runs \
+         ) \
+         select bucket, max(n), \
+                max(case when r = max(1, (50 * n + 99) / 100) then duration_ms end), \
+                max(case when r = max(1, (95 * n + 99) / 100) then duration_ms end) \
+         from ranked group by bucket order by bucket",
     )
     .bind(format!("-{minutes} minutes"))
     .bind(i64::from(bucket_minutes) * 60)
+    // A run in this very second ends the window: it belongs to the last bucket.
+    .bind(i64::from(minutes / bucket_minutes.max(1)) - 1)
     .fetch_all(pool)
     .await
 }
@@ -391,5 +410,87 @@ mod tests {
         assert_eq!(parse_time(""), Ok(None));
         assert!(parse_time("yesterday").is_err());
         assert!(parse_time("2026-12-01T10").is_err());
+    }
+
+    async fn database() -> (tempfile::TempDir, SqlitePool) {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = crate::server::db::connect(&format!(
+            "sqlite://{}",
+            dir.path().join("test.db").display()
+        ))
+        .await
+        .unwrap();
+        crate::server::db::migrate(&pool).await.unwrap();
+        (dir, pool)
+    }
+
+    async fn insert(pool: &SqlitePool, provider: &str, status: &str, duration_ms: u64) {
+        let caller = Caller::admin("admin", "trial");
+        let row = NewExecution {
+            caller: &caller,
+            provider,
+            language: "python",
+            status,
+            exit_code: Some(0),
+            duration_ms,
+            code: "x",
+            input_bytes: 1,
+            output_bytes: 0,
+            error: None,
+            content: None,
+        };
+        record(pool, &row).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn latency_percentiles_in_sql_are_the_nearest_rank_of_the_bucket() {
+        use crate::model::dashboard::percentile;
+        let (_dir, pool) = database().await;
+        // Shuffled durations: 37 runs, one provider error that must not count.
+        let mut durations: Vec<u64> = (0..37).map(|i| (i * 7919 % 101) + 1).collect();
+        for ms in &durations {
+            insert(&pool, "local", "success", *ms).await;
+        }
+        insert(&pool, "local", "error", 100_000).await;
+        durations.sort_unstable();
+
+        let buckets = recent_latency(&pool, 360, 15).await.unwrap();
+
+        assert_eq!(buckets.len(), 1, "{buckets:?}");
+        let (bucket, runs, p50, p95) = buckets[0];
+        assert_eq!(bucket, 23, "the newest of 24 buckets");
+        assert_eq!(runs, 37);
+        assert_eq!(p50 as u64, percentile(&durations, 50));
+        assert_eq!(p95 as u64, percentile(&durations, 95));
+    }
+
+    #[tokio::test]
+    async fn filter_menus_list_each_value_once_by_index_seeks() {
+        let (_dir, pool) = database().await;
+        for (provider, status) in [
+            ("local", "success"),
+            ("docker", "timeout"),
+            ("local", "timeout"),
+            ("e2b", "success"),
+        ] {
+            insert(&pool, provider, status, 5).await;
+        }
+
+        let providers = distinct(&pool, "provider").await.unwrap();
+        let statuses = distinct(&pool, "status").await.unwrap();
+        let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(
+            "explain query plan select min(provider) from execution where provider > 'a'",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+
+        assert_eq!(providers, ["docker", "e2b", "local"]);
+        assert_eq!(statuses, ["success", "timeout"]);
+        assert!(
+            plan.iter()
+                .any(|(_, _, _, step)| step.contains("execution_provider")),
+            "each step is a seek in the provider index: {plan:?}"
+        );
     }
 }

@@ -44,6 +44,24 @@ pub async fn connect_with(url: &str, max_connections: u32) -> Result<SqlitePool,
         .await
 }
 
+/// Opens an existing database for reading only, for commands that change nothing: `None`
+/// when its file does not exist (nothing is created, not even the data directory).
+pub async fn connect_read_only(url: &str) -> Result<Option<SqlitePool>, sqlx::Error> {
+    if sqlite_file(url).is_some_and(|file| !file.exists()) {
+        return Ok(None);
+    }
+    let options = SqliteConnectOptions::from_str(url)?
+        .read_only(true)
+        .create_if_missing(false)
+        .busy_timeout(Duration::from_secs(5));
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_with(options)
+        .await?;
+    Ok(Some(pool))
+}
+
 /// Applies the migrations in `migrations/` (embedded at compile time).
 pub async fn migrate(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {
     sqlx::migrate!("./migrations").run(pool).await

@@ -8,7 +8,7 @@ use crate::{model::dashboard::Dashboard, server_fns::error::AppError};
 pub async fn get_dashboard() -> Result<Dashboard, AppError> {
     use crate::{
         model::{
-            dashboard::{percentile, LatencyBucket, BUCKETS, BUCKET_MINUTES, WINDOW_MINUTES},
+            dashboard::{LatencyBucket, BUCKETS, BUCKET_MINUTES, WINDOW_MINUTES},
             provider::HealthReport,
         },
         server::db::execution,
@@ -36,29 +36,22 @@ pub async fn get_dashboard() -> Result<Dashboard, AppError> {
             None,
         ),
     };
-    let mut samples: Vec<Vec<u64>> = vec![Vec::new(); BUCKETS];
-    for (bucket, ms) in execution::recent_durations(pool, WINDOW_MINUTES, BUCKET_MINUTES)
+    let mut latency = vec![LatencyBucket::default(); BUCKETS];
+    for (bucket, runs, p50, p95) in execution::recent_latency(pool, WINDOW_MINUTES, BUCKET_MINUTES)
         .await
         .map_err(internal)?
     {
         if let Some(slot) = usize::try_from(bucket)
             .ok()
-            .and_then(|b| samples.get_mut(b))
+            .and_then(|b| latency.get_mut(b))
         {
-            slot.push(ms.max(0) as u64);
+            *slot = LatencyBucket {
+                runs: u32::try_from(runs).unwrap_or(u32::MAX),
+                p50_ms: p50.max(0) as u64,
+                p95_ms: p95.max(0) as u64,
+            };
         }
     }
-    let latency = samples
-        .into_iter()
-        .map(|mut ms| {
-            ms.sort_unstable();
-            LatencyBucket {
-                runs: ms.len() as u32,
-                p50_ms: percentile(&ms, 50),
-                p95_ms: percentile(&ms, 95),
-            }
-        })
-        .collect();
     Ok(Dashboard {
         active_kind,
         active_name,

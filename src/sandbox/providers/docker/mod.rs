@@ -185,10 +185,8 @@ impl Shared {
 pub async fn sweep_stale(docker: &bollard::Docker) -> Result<usize, DockerError> {
     let mut removed = 0;
     for (id, owner, _pool) in engine::list_ours(docker).await? {
-        if !owner_alive(&owner) {
-            if engine::remove(docker, &id).await {
-                removed += 1;
-            }
+        if !owner_alive(&owner) && engine::remove(docker, &id).await {
+            removed += 1;
         }
     }
     Ok(removed)
@@ -546,8 +544,9 @@ impl SandboxProvider for DockerProvider {
     fn run_deadline(&self, request: &ExecRequest) -> Duration {
         let config = &self.shared.config;
         let timeout = sandbox::timeout_secs(request, config.timeout_secs);
-        // The wait for a slot, a cold start (seconds under gVisor), the run, the artifacts.
-        Duration::from_secs(u64::from(config.queue_wait_secs) + u64::from(timeout) + 60)
+        // The wait for a slot, then the run and 20 s for the rest: a cold start (a second or
+        // two under gVisor), the verdict's inspects, the artifacts.
+        Duration::from_secs(u64::from(config.queue_wait_secs) + u64::from(timeout) + 20)
     }
 
     async fn create_instance(&self, language: Language) -> Result<Instance, Error> {

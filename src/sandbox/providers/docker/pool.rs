@@ -211,6 +211,12 @@ impl Pool {
 
     /// Removes the container of an abandoned run, then frees (and refills) its slot.
     async fn discard(&self, shared: &Shared, id: String, permit: OwnedSemaphorePermit) {
+        // Cancelled during its cold start: no id yet (a container half made is swept by its
+        // pool label at shutdown).
+        if id.is_empty() {
+            self.refill(shared, permit).await;
+            return;
+        }
         match shared.engine.client().await {
             Ok(docker) => self.remove(&docker, &id).await,
             Err(_) => self.leftovers.lock().expect("leftovers lock").push(id),
