@@ -295,11 +295,6 @@ impl SandboxService {
         left
     }
 
-    /// Runs in flight now.
-    pub fn runs_in_flight(&self) -> usize {
-        self.runs.tracker.len()
-    }
-
     /// Shuts the active provider down (the console is stopping): warm containers and remote
     /// sessions are released, and history rows still waiting to be written get a last try.
     /// Later runs find no active provider.
@@ -795,7 +790,10 @@ impl SandboxService {
             arguments: Map::from_iter([("probe".to_owned(), json!("ok"))]),
             timeout_secs: None,
         };
-        let outcome = run_once(provider.as_ref(), &request).await;
+        let deadline = provider.run_deadline(&request);
+        let outcome = tokio::time::timeout(deadline, run_once(provider.as_ref(), &request))
+            .await
+            .unwrap_or(Err(SandboxError::Timeout(deadline)));
         // Built from unsaved values for this one test: release its sandboxes.
         provider.shutdown().await;
         self.record(caller, kind, &request, &outcome).await;
