@@ -35,7 +35,9 @@ pub struct LatencyBucket {
     pub p95_ms: u64,
 }
 
-/// Percentile `p` (0..=100) of sorted samples, nearest rank.
+/// Percentile `p` (0..=100) of sorted samples, nearest rank: the definition the dashboard's
+/// SQL (`db::execution::recent_latency`) computes, kept as the tests' reference.
+#[cfg(test)]
 pub fn percentile(sorted: &[u64], p: u32) -> u64 {
     if sorted.is_empty() {
         return 0;

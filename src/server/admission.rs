@@ -15,9 +15,9 @@ use std::{
 
 use axum::{
     extract::{Request, State},
-    http::{header, HeaderValue, StatusCode},
+    http::StatusCode,
     middleware::Next,
-    response::{IntoResponse, Response},
+    response::Response,
 };
 use tokio::sync::Semaphore;
 
@@ -84,16 +84,10 @@ pub async fn admit(
 
 fn busy(admission: &PageAdmission) -> Response {
     admission.metrics.page_refused();
-    let mut response = (
+    crate::server::headers::notice_page(
         StatusCode::SERVICE_UNAVAILABLE,
-        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Busy</title></head>\
-         <body><h1>The console is busy</h1><p>Too many pages are loading at once. \
-         Try again in a moment.</p></body></html>",
+        "The console is busy",
+        "Too many pages are loading at once. Try again in a moment.",
+        "2",
     )
-        .into_response();
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
-    response
 }

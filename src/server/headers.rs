@@ -82,18 +82,39 @@ pub async fn explain_empty_errors(request: Request, next: Next) -> Response {
         )
             .into_response()
     } else {
-        (
+        return notice_page(
             status,
-            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Something went wrong</title></head>\
-             <body><h1>Something went wrong</h1><p>The console could not complete this request \
-             (its database may be busy or full). Try again in a moment; if it keeps happening, \
-             check the console's log and <code>/readyz</code>.</p></body></html>",
-        )
-            .into_response()
+            "Something went wrong",
+            "The console could not complete this request (its database may be busy or full). \
+             Try again in a moment; if it keeps happening, check the console's log and \
+             <code>/readyz</code>.",
+            "5",
+        );
     };
     answer
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     answer
+}
+
+/// A minimal HTML page for an answer the app itself cannot render (no scripts, fixed text:
+/// `title` and `message` are trusted markup), telling the browser when to retry.
+pub fn notice_page(
+    status: http::StatusCode,
+    title: &'static str,
+    message: &'static str,
+    retry_after: &'static str,
+) -> Response {
+    let mut page = (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        format!(
+            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title></head>\
+             <body><h1>{title}</h1><p>{message}</p></body></html>"
+        ),
+    )
+        .into_response();
+    page.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static(retry_after));
+    page
 }

@@ -299,9 +299,7 @@ impl SandboxService {
     /// sessions are released, and history rows still waiting to be written get a last try.
     /// Later runs find no active provider.
     pub async fn shutdown(&self) {
-        self.runs.tracker.close();
-        self.runs.cancel.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(10), self.runs.tracker.wait()).await;
+        self.finish_runs(Duration::ZERO).await;
         self.history.flush(Duration::from_secs(5)).await;
         let previous = self
             .loaded

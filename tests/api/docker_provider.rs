@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 pub const IMAGE: &str = "sandbox-runtime:local";
 pub const RUNTIMES: [&str; 2] = ["runc", "runsc"];
 
-fn docker_cli(args: &[&str]) -> String {
+pub fn docker_cli(args: &[&str]) -> String {
     let output = Command::new("docker")
         .args(args)
         .output()

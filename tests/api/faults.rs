@@ -18,8 +18,9 @@ use serde_json::{json, Value};
 use tempfile::TempDir;
 
 use crate::{
-    docker_provider::{settings as docker_settings, RUNTIMES},
+    docker_provider::{docker_cli, settings as docker_settings, RUNTIMES},
     helpers::{spawn_app_in, spawn_app_stoppable, spawn_app_with, TestApp},
+    metrics::scrape,
 };
 
 const SPIN: &str = "def main():\n    while True:\n        pass\n";
@@ -83,17 +84,7 @@ async fn wait_for_history(app: &TestApp, count: usize, within: Duration) -> Vec<
 
 /// One sample of a metric from `/metrics` (read with an admin key), 0 when absent.
 async fn metric(app: &TestApp, admin: &str, series: &str) -> f64 {
-    let text = app
-        .get_with_key("/metrics", admin)
-        .await
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
+    scrape(app, admin).await.get(series).copied().unwrap_or(0.0)
 }
 
 /// Local sandboxes alive now: each keeps a private `sandbox-console-run-*` folder on the host
@@ -208,19 +199,15 @@ async fn local_runs_whose_clients_hang_up_stay_inside_the_limit_and_are_recorded
 
 /// Our sandbox containers on the daemon, running or not.
 fn our_containers() -> Vec<String> {
-    let output = Command::new("docker")
-        .args([
-            "ps",
-            "-aq",
-            "--filter",
-            &format!("label={}=1", docker::LABEL_MANAGED),
-        ])
-        .output()
-        .expect("the docker CLI runs");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    docker_cli(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &format!("label={}=1", docker::LABEL_MANAGED),
+    ])
+    .lines()
+    .map(str::to_owned)
+    .collect()
 }
 
 #[tokio::test]

@@ -58,7 +58,7 @@ fn parse(text: &str) -> BTreeMap<String, f64> {
     samples
 }
 
-async fn scrape(app: &TestApp, key: &str) -> BTreeMap<String, f64> {
+pub async fn scrape(app: &TestApp, key: &str) -> BTreeMap<String, f64> {
     let response = app.get_with_key("/metrics", key).await;
     assert_eq!(response.status().as_u16(), 200);
     parse(&response.text().await.unwrap())

@@ -100,14 +100,24 @@ impl LocalProvider {
             interpreter_args,
             marker: String::new(),
         };
+        self.jailed(slot, job, timeout).await
+    }
+
+    /// Runs `job` in a fresh sandbox on a blocking thread. The slot goes with the sandbox,
+    /// not with this future: a caller that stops waiting leaves the run counted until the
+    /// sandbox is gone, and the watchdog kills the sandbox at once.
+    async fn jailed(
+        &self,
+        slot: OwnedSemaphorePermit,
+        job: Job,
+        timeout: Duration,
+    ) -> Result<RawRun, Error> {
         let config = self.config.clone();
         let limits = ArtifactLimits {
             max_count: config.max_artifacts as usize,
             max_bytes: config.max_artifact_bytes,
         };
         let (_kill_on_drop, watch) = jail::stop_channel();
-        // The slot goes with the sandbox, not with this future: a caller that stops waiting
-        // leaves the run counted until the sandbox is gone.
         tokio::task::spawn_blocking(move || {
             let _slot = slot;
             jail::run(&config, &job, timeout, limits, watch)
@@ -190,29 +200,9 @@ impl SandboxProvider for LocalProvider {
         let timeout = sandbox::timeout_secs(request, self.config.timeout_secs);
         let (slot, waited) = self.admit().await?;
         let job = runner::prepare(request);
-        let config = self.config.clone();
-        let limits = ArtifactLimits {
-            max_count: config.max_artifacts as usize,
-            max_bytes: config.max_artifact_bytes,
-        };
-        let (_kill_on_drop, watch) = jail::stop_channel();
-        let raw = {
-            let job = job.clone();
-            // The slot goes with the sandbox, not with this future (see run_program).
-            tokio::task::spawn_blocking(move || {
-                let _slot = slot;
-                jail::run(
-                    &config,
-                    &job,
-                    Duration::from_secs(timeout.into()),
-                    limits,
-                    watch,
-                )
-            })
-            .await
-            .map_err(|e| Error::Backend(format!("the run crashed: {e}")))?
-            .map_err(Error::Backend)?
-        };
+        let raw = self
+            .jailed(slot, job.clone(), Duration::from_secs(timeout.into()))
+            .await?;
         let outcome = runner::interpret(&job, raw.exit_code.unwrap_or(-1), &raw.stdout);
         let mut stderr = raw.stderr;
         let (status, stdout, result) = runner::settle(outcome, raw.limit, &mut stderr);
