@@ -40,8 +40,26 @@ pub async fn connect_with(url: &str, max_connections: u32) -> Result<SqlitePool,
     SqlitePoolOptions::new()
         .max_connections(max_connections.max(1))
         .acquire_timeout(Duration::from_secs(5))
+        .after_release(|conn, _| Box::pin(still_in_step(conn)))
         .connect_with(options)
         .await
+}
+
+/// Whether a connection given back to the pool may be handed out again. sqlx counts the
+/// transactions it opened; after some errors (a full disk, a trigger's `RAISE(ROLLBACK)`)
+/// SQLite ends the transaction itself, sqlx's rollback then fails, and its count stays above
+/// zero. Its next `begin` would open a savepoint instead, and a later refused commit leaves
+/// that savepoint open, so every "commit" after it answers Ok, commits nothing and keeps the
+/// write lock. Such a connection is closed (which rolls back whatever it holds).
+async fn still_in_step(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
+    use sqlx::Connection;
+    // The rollback of a dropped transaction is queued; a round trip lets it run first.
+    conn.ping().await?;
+    let in_step = !conn.is_in_transaction();
+    if !in_step {
+        tracing::warn!("a database connection lost track of its transaction; it is closed");
+    }
+    Ok(in_step)
 }
 
 /// Opens an existing database for reading only, for commands that change nothing: `None`
@@ -172,4 +190,63 @@ pub async fn active_session_count(pool: &SqlitePool) -> Result<i64, sqlx::Error>
 pub async fn delete_expired_sessions(pool: &SqlitePool) -> Result<u64, sqlx::Error> {
     let sql = format!("delete from {SESSION_TABLE} where expiry_date <= unixepoch()");
     Ok(sqlx::query(&sql).execute(pool).await?.rows_affected())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SQLite ends a transaction on its own after some errors (SQLITE_FULL, or a trigger's
+    /// `RAISE(ROLLBACK)` as here); sqlx's own count of open transactions then stays at one.
+    /// A connection in that state must not be handed out again: its next `begin` would open a
+    /// savepoint whose "commit" commits nothing while it keeps the write lock.
+    #[tokio::test]
+    async fn a_transaction_sqlite_ended_on_its_own_never_swallows_the_next_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        private_file(&dir.path().join("t.db")).unwrap();
+        let pool = connect_with(&url, 1).await.unwrap();
+        sqlx::query(
+            "create table refused (x); create table kept (x); \
+             create table parent (id integer primary key); \
+             create table child (parent references parent (id) deferrable initially deferred); \
+             create trigger no before insert on refused begin select raise(rollback, 'no'); end;",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+
+        let mut tx = pool.begin().await.unwrap();
+        let refused = sqlx::query("insert into refused values (1)")
+            .execute(&mut *tx)
+            .await;
+        assert!(refused.is_err(), "the trigger refuses the insert");
+        drop(tx);
+        // A commit refused while SQLite keeps the transaction open (a deferred foreign key, as a
+        // full disk does).
+        let mut tx = pool.begin().await.unwrap();
+        sqlx::query("insert into child values (7)")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        assert!(
+            tx.commit().await.is_err(),
+            "the dangling reference is refused"
+        );
+
+        let mut tx = pool.begin().await.unwrap();
+        sqlx::query("insert into kept values (1)")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        pool.close().await;
+
+        let fresh = connect_with(&url, 1).await.unwrap();
+        let kept: i64 = sqlx::query_scalar("select count(*) from kept")
+            .fetch_one(&fresh)
+            .await
+            .unwrap();
+        assert_eq!(kept, 1, "a commit that said Ok is on disk");
+    }
 }
