@@ -21,7 +21,7 @@ use sandbox_console::{
     sandbox::{providers, registry::ProviderKind, Error, Instance, SandboxProvider},
     server::{
         config::Config,
-        db::{api_key, execution::Caller},
+        db::{api_key, execution::Caller, system_setting::Expected},
         startup::Application,
     },
 };
@@ -70,6 +70,7 @@ impl SandboxProvider for Noop {
             wall_time_ms: 0,
             result: ReturnValue::of(json!(1)),
             artifacts: vec![],
+            queue_wait_ms: None,
             metadata: Map::new(),
         })
     }
@@ -300,7 +301,7 @@ async fn main() -> anyhow::Result<()> {
         async move {
             let saved = state
                 .sandbox
-                .save("bench", kind, values, None, true)
+                .save("bench", kind, values, Expected::Any, true)
                 .await?;
             anyhow::ensure!(
                 matches!(saved, SaveOutcome::Saved { active: true, .. }),
@@ -318,8 +319,8 @@ async fn main() -> anyhow::Result<()> {
             let caller = caller.clone();
             let request = request.clone();
             async move {
-                let result = state.sandbox.execute(&request, &caller).await?;
-                anyhow::ensure!(result.status == ExecStatus::Success, "{result:?}");
+                let run = state.sandbox.execute(&request, &caller).await?;
+                anyhow::ensure!(run.result.status == ExecStatus::Success, "{run:?}");
                 Ok(())
             }
         }

@@ -57,6 +57,43 @@ pub struct ExecRequest {
     pub timeout_secs: Option<u32>,
 }
 
+/// Largest program accepted, in bytes of UTF-8, whichever door it comes through.
+pub const MAX_CODE_BYTES: usize = 1024 * 1024;
+/// Longest timeout a caller may ask for; the provider's own limit applies as well.
+pub const MAX_TIMEOUT_SECS: u32 = 600;
+
+/// What makes a request one that no provider is asked to run. Each door words it its own
+/// way (a REST error, FastAPI's 422, a form message, an exit code).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RequestProblem {
+    #[error("code is {bytes} bytes; the limit is {MAX_CODE_BYTES}")]
+    CodeTooLarge { bytes: usize },
+    #[error("timeout must be a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}")]
+    TimeoutOutOfRange { secs: u64 },
+}
+
+impl ExecRequest {
+    /// The limits every request meets, checked by the service for every caller.
+    pub fn check(&self) -> Result<(), RequestProblem> {
+        if self.code.len() > MAX_CODE_BYTES {
+            return Err(RequestProblem::CodeTooLarge {
+                bytes: self.code.len(),
+            });
+        }
+        match self.timeout_secs {
+            Some(secs) if !(1..=MAX_TIMEOUT_SECS).contains(&secs) => {
+                Err(RequestProblem::TimeoutOutOfRange { secs: secs.into() })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A timeout as a door read it (any whole number), for [`ExecRequest::check`] to judge.
+    pub fn timeout_from(secs: u64) -> u32 {
+        u32::try_from(secs).unwrap_or(u32::MAX)
+    }
+}
+
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -161,9 +198,33 @@ pub struct ExecutionResult {
     pub result: ReturnValue,
     #[serde(default)]
     pub artifacts: Vec<Artifact>,
+    /// How long the run waited for a sandbox (a free run slot, a warm container), for
+    /// providers that queue runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_wait_ms: Option<u64>,
     /// Provider-specific facts (instance id, runtime, ...).
     #[serde(default)]
     pub metadata: Map<String, Value>,
+}
+
+/// One run as the service reports it: which provider ran it, and what came back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// The kind of the provider that ran it.
+    pub provider: String,
+    pub result: ExecutionResult,
+}
+
+impl Run {
+    /// The result as the CLI's `--json` and the trial panel have always shown it: the
+    /// provider's kind under `metadata.provider`.
+    pub fn into_shown(self) -> ExecutionResult {
+        let mut result = self.result;
+        result
+            .metadata
+            .insert("provider".into(), Value::String(self.provider));
+        result
+    }
 }
 
 #[cfg(test)]
@@ -206,6 +267,35 @@ mod tests {
             ["null", "boolean", "number", "string", "array", "object"]
         );
         assert!(!ReturnValue::absent().present);
+    }
+
+    #[test]
+    fn requests_over_a_limit_name_their_problem() {
+        let request = |code: &str, timeout_secs| ExecRequest {
+            language: Language::Python,
+            code: code.into(),
+            arguments: Map::new(),
+            timeout_secs,
+        };
+        assert_eq!(request("x", None).check(), Ok(()));
+        assert_eq!(request("x", Some(MAX_TIMEOUT_SECS)).check(), Ok(()));
+        assert_eq!(
+            request("x", Some(0)).check(),
+            Err(RequestProblem::TimeoutOutOfRange { secs: 0 })
+        );
+        assert_eq!(
+            request("x", Some(ExecRequest::timeout_from(1 << 40))).check(),
+            Err(RequestProblem::TimeoutOutOfRange {
+                secs: u32::MAX.into()
+            })
+        );
+        let big = "#".repeat(MAX_CODE_BYTES + 1);
+        assert_eq!(
+            request(&big, None).check(),
+            Err(RequestProblem::CodeTooLarge {
+                bytes: MAX_CODE_BYTES + 1
+            })
+        );
     }
 
     #[test]

@@ -31,3 +31,21 @@ pub struct PoolState {
     pub size: u64,
     pub busy: u64,
 }
+
+/// The provider that runs code now, as the settings page, the dashboard and the API show it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActiveStatus {
+    /// `None` when no provider runs (the active provider's stored settings do not build).
+    pub running: Option<RunningProvider>,
+    /// Its latest health check (cached for a few seconds), or why nothing runs.
+    pub health: HealthReport,
+    pub pool: Option<PoolState>,
+}
+
+/// Who the running provider is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunningProvider {
+    pub kind: String,
+    pub name: String,
+    pub languages: Vec<crate::model::execution::Language>,
+}

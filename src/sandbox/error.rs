@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use crate::model::{execution::Language, schema::FieldErrors};
+use crate::model::{
+    execution::{Language, RequestProblem},
+    schema::FieldErrors,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -26,6 +29,9 @@ pub enum Error {
     Unsupported(Language),
     #[error("the provider failed: {0}")]
     Backend(String),
+    /// The request is outside the limits every run meets; nothing was run.
+    #[error("the request was refused: {0}")]
+    Request(#[from] RequestProblem),
     #[error("no sandbox provider is active: save valid settings for one in the sandbox settings")]
     NoActiveProvider,
     /// The provider was replaced (its settings were saved) while the run waited for a

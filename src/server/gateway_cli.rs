@@ -9,15 +9,21 @@ use serde_json::{json, Map, Value};
 
 use crate::{
     model::{
-        execution::{ExecRequest, ExecStatus, Language},
+        execution::{
+            ExecRequest, ExecStatus, Language, RequestProblem, MAX_CODE_BYTES, MAX_TIMEOUT_SECS,
+        },
         schema::FORM_ERROR,
         settings::SaveOutcome,
     },
     sandbox::providers,
     server::{
         config::{ApiKeyAction, Config},
-        db::{api_key, execution::Caller, system_setting},
-        sandbox_settings::{SandboxService, PROVIDER_TYPE},
+        db::{
+            api_key,
+            execution::Caller,
+            system_setting::{self, Expected},
+        },
+        sandbox::{SandboxService, PROVIDER_TYPE},
         secrets::SecretBox,
         startup::open_database,
     },
@@ -206,7 +212,10 @@ pub async fn configure(
         values.insert(field.key.clone(), value);
     }
     let actor = shell_caller().actor();
-    match service.save(&actor, kind, values, None, activate).await? {
+    match service
+        .save(&actor, kind, values, Expected::Any, activate)
+        .await?
+    {
         SaveOutcome::Saved { version, active } => {
             for line in from {
                 eprintln!("  {line}");
@@ -244,6 +253,15 @@ fn guess_language(file: &Path) -> Option<Language> {
     }
 }
 
+/// A program of at most one byte past [`MAX_CODE_BYTES`]: enough to tell it is too large.
+fn read_capped(source: impl Read) -> std::io::Result<String> {
+    let mut code = String::new();
+    source
+        .take(MAX_CODE_BYTES as u64 + 1)
+        .read_to_string(&mut code)?;
+    Ok(code)
+}
+
 /// What `exec` exits with for a result status.
 pub fn exit_code_for(status: ExecStatus, program_exit: Option<i32>) -> i32 {
     match status {
@@ -272,17 +290,18 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
         eprintln!("sandbox-console exec: {message}");
         Ok(exit::BAD_INPUT)
     };
-    let code = if a.file == Path::new("-") {
-        let mut code = String::new();
-        std::io::stdin()
-            .read_to_string(&mut code)
-            .context("cannot read the program from standard input")?;
-        code
+    // Read no more than one byte past the limit: a huge file is refused, not loaded.
+    let read = if a.file == Path::new("-") {
+        read_capped(std::io::stdin().lock())
     } else {
-        match std::fs::read_to_string(a.file) {
-            Ok(code) => code,
+        match std::fs::File::open(a.file) {
+            Ok(file) => read_capped(file),
             Err(e) => return usage(format!("cannot read {}: {e}", a.file.display())),
         }
+    };
+    let code = match read {
+        Ok(code) => code,
+        Err(e) => return usage(format!("cannot read {}: {e}", a.file.display())),
     };
     let language = match a.language {
         Some(name) => match name.parse() {
@@ -305,22 +324,33 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
         }
         Some(Err(e)) => return usage(format!("--args is not valid JSON: {e}")),
     };
-    if a.timeout == Some(0) {
-        return usage("--timeout must be at least 1 second".into());
-    }
-    let service = std::sync::Arc::new(service(config).await?);
     let request = ExecRequest {
         language,
         code,
         arguments,
         timeout_secs: a.timeout,
     };
+    match request.check() {
+        Ok(()) => {}
+        Err(RequestProblem::CodeTooLarge { .. }) => {
+            return usage(format!(
+                "{} is larger than {MAX_CODE_BYTES} bytes, the limit for a program",
+                a.file.display()
+            ))
+        }
+        Err(RequestProblem::TimeoutOutOfRange { .. }) => {
+            return usage(format!(
+                "--timeout must be a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}"
+            ))
+        }
+    }
+    let service = std::sync::Arc::new(service(config).await?);
     let caller = shell_caller();
     let outcome = service.execute(&request, &caller).await;
     // A one-shot command: whatever the provider opened for this run (a container) goes now.
     service.shutdown().await;
-    let result = match outcome {
-        Ok(result) => result,
+    let run = match outcome {
+        Ok(run) => run,
         Err(error) => {
             if a.json {
                 println!("{}", json!({ "error": error.to_string() }));
@@ -328,11 +358,15 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
             eprintln!("sandbox-console exec: {error}");
             return Ok(match error {
                 crate::sandbox::Error::PoolBusy { .. } => exit::POOL_BUSY,
-                crate::sandbox::Error::Unsupported(_) => exit::BAD_INPUT,
+                crate::sandbox::Error::Unsupported(_) | crate::sandbox::Error::Request(_) => {
+                    exit::BAD_INPUT
+                }
                 _ => exit::PROVIDER_FAILED,
             });
         }
     };
+    let provider = run.provider.clone();
+    let result = run.into_shown();
     let code = exit_code_for(result.status, result.exit_code);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&result)?);
@@ -347,11 +381,7 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
         "[{} · {} ms · {} · exit code {}{}]",
         result.status.id(),
         result.wall_time_ms,
-        result
-            .metadata
-            .get("provider")
-            .and_then(Value::as_str)
-            .unwrap_or("?"),
+        provider,
         result
             .exit_code
             .map_or("none".to_owned(), |c| c.to_string()),

@@ -9,7 +9,7 @@ use crate::{
     model::history::HistorySettings,
     server::db::{
         execution, settings_audit,
-        system_setting::{self, SettingError},
+        system_setting::{self, Expected, SettingError},
     },
 };
 
@@ -31,9 +31,14 @@ pub async fn save(
     if let Err(message) = new.check() {
         return Ok(Err(message));
     }
-    let old = settings(pool).await?;
+    // The setting and its audit row together, or neither.
+    let mut tx = pool.begin().await?;
+    let old: HistorySettings = system_setting::get(&mut *tx, SETTING)
+        .await?
+        .and_then(|s| serde_json::from_value(s.value).ok())
+        .unwrap_or_default();
     let value = serde_json::to_value(new).unwrap_or_default();
-    system_setting::put(pool, SETTING, &value, actor, None).await?;
+    system_setting::put_in(&mut tx, SETTING, &value, actor, Expected::Any).await?;
     let changed: Vec<String> = [
         ("keep_content", old.keep_content != new.keep_content),
         (
@@ -47,7 +52,8 @@ pub async fn save(
     .filter(|(_, differs)| *differs)
     .map(|(key, _)| key.to_owned())
     .collect();
-    settings_audit::record(pool, actor, SETTING, None, "save", &changed).await?;
+    settings_audit::record(&mut *tx, actor, SETTING, None, "save", &changed).await?;
+    tx.commit().await?;
     execution::enforce_retention(pool, new.retention_days, new.max_rows).await?;
     Ok(Ok(()))
 }

@@ -16,7 +16,7 @@ pub mod history;
 pub mod history_writer;
 pub mod metrics;
 pub mod rpc;
-pub mod sandbox_settings;
+pub mod sandbox;
 pub mod secrets;
 pub mod serve;
 pub mod startup;

@@ -43,7 +43,7 @@ use crate::{
         db, headers, health, history,
         metrics::{self, Metrics},
         rpc,
-        sandbox_settings::SandboxService,
+        sandbox::SandboxService,
         secrets::SecretBox,
         serve::{self, Limits},
         state::AppState,

@@ -18,7 +18,7 @@ use crate::{
         auth::{origin::OriginPolicy, rate_limit::LoginLimiter},
         db,
         metrics::Metrics,
-        sandbox_settings::SandboxService,
+        sandbox::SandboxService,
         secrets::SecretBox,
     },
 };

@@ -281,3 +281,70 @@ async fn configure_refuses_unknown_keys_and_variables_and_takes_ragflows_names()
         "RAGFlow's names land on our settings: {saved}"
     );
 }
+
+/// The CLI meets the limits of every other door: a program over 1 MiB or a timeout past
+/// 600 s is refused with exit code 64 before anything runs (no history row).
+#[tokio::test]
+async fn exec_refuses_programs_and_timeouts_past_the_limits_every_door_has() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let limit = sandbox_console::model::execution::MAX_CODE_BYTES;
+    let at_limit = program(
+        files.path(),
+        "at.py",
+        &format!("print('fits')\n{}", "#".repeat(limit - 14)),
+    );
+    let over = program(files.path(), "over.py", &"#".repeat(limit + 1));
+    let hello = program(files.path(), "hello.py", "print('hi')\n");
+
+    let (fits, out, err) = run(data.path(), &["exec", &at_limit], &[]);
+    let (too_big, _, big_err) = run(data.path(), &["exec", &over], &[]);
+    let mut piped = Command::new(BIN)
+        .args(["exec", "-", "--language", "python", "--data-dir"])
+        .arg(data.path())
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Far more than the limit: the CLI stops reading past it.
+    let mut stdin = piped.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let chunk = vec![b'#'; 64 * 1024];
+        for _ in 0..(4 * limit / chunk.len()) {
+            if stdin.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+    });
+    let piped = piped.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let (long, _, long_err) = run(data.path(), &["exec", &hello, "--timeout", "601"], &[]);
+    let (zero, _, _) = run(data.path(), &["exec", &hello, "--timeout", "0"], &[]);
+
+    assert_eq!(fits, 0, "exactly the limit runs: {out}{err}");
+    assert_eq!(out, "fits\n");
+    assert_eq!(too_big, 64, "{big_err}");
+    assert!(
+        big_err.contains(&format!("larger than {limit} bytes")),
+        "{big_err}"
+    );
+    assert_eq!(
+        piped.status.code(),
+        Some(64),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+    assert_eq!((long, zero), (64, 64));
+    assert!(long_err.contains("from 1 to 600"), "{long_err}");
+    let pool = sandbox_console::server::db::connect(&format!(
+        "sqlite://{}",
+        data.path().join("sandbox-console.db").display()
+    ))
+    .await
+    .unwrap();
+    let runs: i64 = sqlx::query_scalar("select count(*) from execution")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(runs, 1, "only the program at the limit ran");
+}

@@ -141,6 +141,7 @@ impl SandboxProvider for Scripted {
                 ReturnValue::absent()
             },
             artifacts: vec![],
+            queue_wait_ms: None,
             metadata: Map::new(),
         })
     }

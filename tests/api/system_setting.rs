@@ -1,4 +1,4 @@
-use sandbox_console::server::db::system_setting::{self, SettingError};
+use sandbox_console::server::db::system_setting::{self, Expected, SettingError};
 use serde_json::json;
 
 use crate::helpers::spawn_app;
@@ -8,9 +8,15 @@ async fn settings_round_trip_as_json_with_author_and_version() {
     let app = spawn_app().await;
     let value = json!({ "provider": "local", "timeout": 10, "flags": [true, null] });
 
-    let saved = system_setting::put(&app.pool, "example.local", &value, "admin", Some(None))
-        .await
-        .unwrap();
+    let saved = system_setting::put(
+        &app.pool,
+        "example.local",
+        &value,
+        "admin",
+        Expected::Absent,
+    )
+    .await
+    .unwrap();
     let loaded = system_setting::get(&app.pool, "example.local")
         .await
         .unwrap()
@@ -34,7 +40,7 @@ async fn a_save_based_on_a_stale_version_conflicts_and_keeps_the_newer_value() {
         "example.provider_type",
         &json!("local"),
         "alice",
-        None,
+        Expected::Any,
     )
     .await
     .unwrap();
@@ -43,7 +49,7 @@ async fn a_save_based_on_a_stale_version_conflicts_and_keeps_the_newer_value() {
         "example.provider_type",
         &json!("docker"),
         "bob",
-        Some(Some(1)),
+        Expected::Version(1),
     )
     .await
     .unwrap();
@@ -53,7 +59,7 @@ async fn a_save_based_on_a_stale_version_conflicts_and_keeps_the_newer_value() {
         "example.provider_type",
         &json!("e2b"),
         "carol",
-        Some(Some(1)),
+        Expected::Version(1),
     )
     .await;
 
@@ -72,11 +78,11 @@ async fn a_save_based_on_a_stale_version_conflicts_and_keeps_the_newer_value() {
 #[tokio::test]
 async fn creating_a_setting_that_exists_conflicts() {
     let app = spawn_app().await;
-    system_setting::put(&app.pool, "a", &json!(1), "admin", None)
+    system_setting::put(&app.pool, "a", &json!(1), "admin", Expected::Any)
         .await
         .unwrap();
 
-    let again = system_setting::put(&app.pool, "a", &json!(2), "admin", Some(None)).await;
+    let again = system_setting::put(&app.pool, "a", &json!(2), "admin", Expected::Absent).await;
 
     assert!(matches!(
         again,
@@ -88,7 +94,7 @@ async fn creating_a_setting_that_exists_conflicts() {
 async fn list_returns_settings_under_a_prefix_in_name_order() {
     let app = spawn_app().await;
     for name in ["example.local", "mail.host", "example.docker", "example_x"] {
-        system_setting::put(&app.pool, name, &json!(name), "admin", None)
+        system_setting::put(&app.pool, name, &json!(name), "admin", Expected::Any)
             .await
             .unwrap();
     }

@@ -238,6 +238,7 @@ pub fn finish_snippet(
         stderr,
         wall_time_ms: 0,
         artifacts: read.artifacts,
+        queue_wait_ms: None,
         metadata: Map::new(),
     };
     (result, read.skipped_artifacts)

@@ -112,6 +112,7 @@ impl From<SandboxError> for ApiError {
             SandboxError::Unsupported(language) => {
                 Self::invalid(format!("the active provider does not run {language}"))
             }
+            SandboxError::Request(problem) => Self::invalid(problem.to_string()),
             SandboxError::Timeout(after) => Self::new(
                 StatusCode::GATEWAY_TIMEOUT,
                 "provider_timeout",

@@ -14,15 +14,10 @@ use super::{auth::authorize, auth::authorize_any, error::ApiError};
 use crate::{
     model::{
         api_key::Scope,
-        execution::{ExecRequest, ExecutionResult, Language},
+        execution::{ExecRequest, Language, RequestProblem, Run, MAX_CODE_BYTES},
     },
     server::{db::execution::Caller, state::AppState},
 };
-
-/// Largest program accepted, in bytes of UTF-8.
-pub const MAX_CODE_BYTES: usize = 1024 * 1024;
-/// Longest timeout a caller may ask for; the provider's own limit applies as well.
-pub const MAX_TIMEOUT_SECS: u64 = 600;
 
 /// A program to run. Python's `main(**arguments)` or JavaScript's `main(arguments)` is called
 /// when the code defines it; its return value comes back as `result`.
@@ -66,14 +61,8 @@ pub struct ExecuteResponse {
     pub provider: String,
 }
 
-impl From<ExecutionResult> for ExecuteResponse {
-    fn from(result: ExecutionResult) -> Self {
-        let provider = result
-            .metadata
-            .get("provider")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+impl From<Run> for ExecuteResponse {
+    fn from(Run { provider, result }: Run) -> Self {
         ExecuteResponse {
             status: result.status.id().to_owned(),
             stdout: result.stdout,
@@ -108,11 +97,11 @@ pub fn parse_request(body: &[u8]) -> Result<ExecRequest, ApiError> {
         Some(_) => return Err(ApiError::invalid("code must be a string")),
         None => return Err(ApiError::invalid("code is required")),
     };
+    // Checked here too, before the rest of a body that large is looked at.
     if code.len() > MAX_CODE_BYTES {
-        return Err(ApiError::invalid(format!(
-            "code is {} bytes; the limit is {MAX_CODE_BYTES}",
-            code.len()
-        )));
+        return Err(ApiError::invalid(
+            RequestProblem::CodeTooLarge { bytes: code.len() }.to_string(),
+        ));
     }
     let arguments =
         match fields.remove("arguments") {
@@ -125,21 +114,25 @@ pub fn parse_request(body: &[u8]) -> Result<ExecRequest, ApiError> {
     let timeout_secs = match fields.remove("timeout") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match n.as_u64() {
-            Some(t @ 1..=MAX_TIMEOUT_SECS) => Some(t as u32),
-            _ => {
-                return Err(ApiError::invalid(format!(
-                    "timeout must be a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}"
-                )))
+            Some(secs) => Some(ExecRequest::timeout_from(secs)),
+            None => {
+                return Err(ApiError::invalid(
+                    RequestProblem::TimeoutOutOfRange { secs: 0 }.to_string(),
+                ))
             }
         },
         Some(_) => return Err(ApiError::invalid("timeout must be a number of seconds")),
     };
-    Ok(ExecRequest {
+    let request = ExecRequest {
         language,
         code,
         arguments,
         timeout_secs,
-    })
+    };
+    request
+        .check()
+        .map_err(|problem| ApiError::invalid(problem.to_string()))?;
+    Ok(request)
 }
 
 /// Run code through the active provider.
@@ -169,11 +162,11 @@ pub async fn execute(
     let key = authorize(&state, &headers, Scope::Execute).await?;
     let body = body.map_err(ApiError::body)?;
     let request = parse_request(&body)?;
-    let result = state
+    let run = state
         .sandbox
         .execute(&request, &Caller::api_key(&key.name, "rest"))
         .await?;
-    Ok(Json(result.into()))
+    Ok(Json(run.into()))
 }
 
 /// The providers this console knows, and the active one with its languages and health.
@@ -219,23 +212,18 @@ pub async fn providers(
     headers: HeaderMap,
 ) -> Result<Json<ProvidersResponse>, ApiError> {
     authorize_any(&state, &headers, &[Scope::Execute, Scope::Admin]).await?;
-    let active = match state.sandbox.active() {
-        Some((kind, provider)) => {
-            let health = state.sandbox.active_health().await;
-            Some(ActiveProvider {
-                kind,
-                name: provider.info().name.clone(),
-                languages: provider
-                    .languages()
-                    .iter()
-                    .map(|l| l.id().to_owned())
-                    .collect(),
-                healthy: health.healthy,
-                health_message: health.message,
-            })
-        }
-        None => None,
-    };
+    let status = state.sandbox.active_status().await;
+    let active = status.running.map(|running| ActiveProvider {
+        kind: running.kind,
+        name: running.name,
+        languages: running
+            .languages
+            .iter()
+            .map(|l| l.id().to_owned())
+            .collect(),
+        healthy: status.health.healthy,
+        health_message: status.health.message,
+    });
     let active_kind = active.as_ref().map(|a| a.kind.clone());
     let providers = state
         .sandbox

@@ -306,7 +306,13 @@ pub async fn set_config(
     nothing_else(&body, "provider_type, config and set_active")?;
     let saved = match state
         .sandbox
-        .save(&actor, &kind, config, None, set_active)
+        .save(
+            &actor,
+            &kind,
+            config,
+            crate::server::db::system_setting::Expected::Any,
+            set_active,
+        )
         .await
     {
         Ok(SaveOutcome::Saved { .. }) => state.sandbox.public_config(&kind).await,

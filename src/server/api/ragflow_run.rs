@@ -25,7 +25,9 @@ use super::auth::{authorize, Refusal};
 use crate::{
     model::{
         api_key::Scope,
-        execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
+        execution::{
+            ExecRequest, ExecStatus, ExecutionResult, Language, RequestProblem, MAX_CODE_BYTES,
+        },
     },
     sandbox::Error as SandboxError,
     server::{db::execution::Caller, state::AppState},
@@ -259,16 +261,11 @@ fn parse(body: &[u8]) -> Result<ExecRequest, Unprocessable> {
         }
         None => return Err(unprocessable("missing", "code_b64", "Field required", None)),
     };
-    if code.len() > super::execute::MAX_CODE_BYTES {
-        return Err(unprocessable(
-            "value_error",
-            "code_b64",
-            &format!(
-                "Value error, the code is larger than {} bytes",
-                super::execute::MAX_CODE_BYTES
-            ),
-            None,
-        ));
+    // Checked here too, before the rest of a body that large is looked at.
+    if code.len() > MAX_CODE_BYTES {
+        return Err(problem_422(RequestProblem::CodeTooLarge {
+            bytes: code.len(),
+        }));
     }
     let language = match fields.remove("language") {
         None => Language::Python,
@@ -297,24 +294,44 @@ fn parse(body: &[u8]) -> Result<ExecRequest, Unprocessable> {
     };
     let timeout_secs = match fields.remove("timeout") {
         None | Some(Value::Null) => None,
-        Some(Value::Number(n)) if n.as_u64().is_some_and(|t| (1..=600).contains(&t)) => {
-            n.as_u64().map(|t| t as u32)
-        }
+        Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().map(ExecRequest::timeout_from),
         Some(other) => {
             return Err(unprocessable(
                 "int_type",
                 "timeout",
-                "Input should be a whole number of seconds from 1 to 600",
+                TIMEOUT_MESSAGE,
                 Some(&other),
             ))
         }
     };
-    Ok(ExecRequest {
+    let request = ExecRequest {
         language,
         code,
         arguments,
         timeout_secs,
-    })
+    };
+    request.check().map_err(problem_422)?;
+    Ok(request)
+}
+
+const TIMEOUT_MESSAGE: &str = "Input should be a whole number of seconds from 1 to 600";
+
+/// A request over the limits every run meets, in FastAPI's words.
+fn problem_422(problem: RequestProblem) -> Unprocessable {
+    match problem {
+        RequestProblem::CodeTooLarge { .. } => unprocessable(
+            "value_error",
+            "code_b64",
+            &format!("Value error, the code is larger than {MAX_CODE_BYTES} bytes"),
+            None,
+        ),
+        RequestProblem::TimeoutOutOfRange { secs } => unprocessable(
+            "int_type",
+            "timeout",
+            TIMEOUT_MESSAGE,
+            Some(&Value::from(secs)),
+        ),
+    }
 }
 
 /// Run code: RAGFlow's executor-manager `/run`.
@@ -368,7 +385,7 @@ pub async fn run(
         .execute(&request, &Caller::api_key(&key.name, "run"))
         .await;
     let result = match outcome {
-        Ok(result) => translate(result),
+        Ok(run) => translate(run.result),
         Err(SandboxError::PoolBusy { .. }) => RunResult::busy(),
         // The caller learns what kind of failure it was, in the words `/api/v1/execute` uses;
         // the provider's own text (upstream bodies, addresses) goes only to the log and the
@@ -407,6 +424,7 @@ mod tests {
             wall_time_ms: 42,
             result: ReturnValue::absent(),
             artifacts: vec![],
+            queue_wait_ms: None,
             metadata: Map::new(),
         }
     }

@@ -2,7 +2,7 @@
 //! never with setting or secret values.
 
 use serde_json::{Map, Value};
-use sqlx::SqlitePool;
+use sqlx::{SqliteExecutor, SqlitePool};
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct AuditEntry {
@@ -19,7 +19,7 @@ pub struct AuditEntry {
 }
 
 pub async fn record(
-    pool: &SqlitePool,
+    db: impl SqliteExecutor<'_>,
     actor: &str,
     setting: &str,
     provider: Option<&str>,
@@ -27,7 +27,7 @@ pub async fn record(
     changed_keys: &[String],
 ) -> Result<(), sqlx::Error> {
     insert(
-        pool,
+        db,
         actor,
         setting,
         provider,
@@ -40,18 +40,18 @@ pub async fn record(
 
 /// An event that changes no key: `detail` says what happened (never a setting's value).
 pub async fn record_event(
-    pool: &SqlitePool,
+    db: impl SqliteExecutor<'_>,
     actor: &str,
     setting: &str,
     provider: Option<&str>,
     action: &str,
     detail: &Map<String, Value>,
 ) -> Result<(), sqlx::Error> {
-    insert(pool, actor, setting, provider, action, &[], detail).await
+    insert(db, actor, setting, provider, action, &[], detail).await
 }
 
 async fn insert(
-    pool: &SqlitePool,
+    db: impl SqliteExecutor<'_>,
     actor: &str,
     setting: &str,
     provider: Option<&str>,
@@ -71,7 +71,7 @@ async fn insert(
     .bind(action)
     .bind(keys)
     .bind(detail)
-    .execute(pool)
+    .execute(db)
     .await?;
     Ok(())
 }

@@ -2,7 +2,18 @@
 //! `sandbox.<provider>`) with who changed them last and a version for optimistic locking.
 
 use serde_json::Value;
-use sqlx::SqlitePool;
+use sqlx::{SqliteConnection, SqliteExecutor, SqlitePool};
+
+/// What a write expects to find stored (optimistic locking).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expected {
+    /// Whatever is stored is overwritten (the API and the CLI).
+    Any,
+    /// The setting must not exist yet (a form opened before the first save, seeding).
+    Absent,
+    /// The stored version must still be this one (a form opened at this version).
+    Version(i64),
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Setting {
@@ -56,12 +67,12 @@ impl TryFrom<Row> for Setting {
 
 const COLUMNS: &str = "name, value, version, updated_at, updated_by";
 
-pub async fn get(pool: &SqlitePool, name: &str) -> Result<Option<Setting>, SettingError> {
+pub async fn get(db: impl SqliteExecutor<'_>, name: &str) -> Result<Option<Setting>, SettingError> {
     let row: Option<Row> = sqlx::query_as(&format!(
         "select {COLUMNS} from system_setting where name = ?"
     ))
     .bind(name)
-    .fetch_optional(pool)
+    .fetch_optional(db)
     .await?;
     row.map(Setting::try_from).transpose()
 }
@@ -77,22 +88,35 @@ pub async fn list(pool: &SqlitePool, prefix: &str) -> Result<Vec<Setting>, Setti
     rows.into_iter().map(Setting::try_from).collect()
 }
 
-/// Writes a setting. With `expected_version`, the write only happens if the stored version
-/// still matches (`None` as expected version means "must not exist yet"); without it, the
-/// write is unconditional. Returns the stored setting with its new version.
+/// Writes a setting in a transaction of its own; see [`put_in`].
 pub async fn put(
     pool: &SqlitePool,
     name: &str,
     value: &Value,
     updated_by: &str,
-    expected_version: Option<Option<i64>>,
+    expected: Expected,
 ) -> Result<Setting, SettingError> {
-    let text = value.to_string();
     // An explicit transaction: a `returning` row read in autocommit mode is no proof that
     // the write was committed (sqlx#2099); the commit's own result is.
     let mut tx = pool.begin().await?;
-    let row: Option<Row> = match expected_version {
-        None => sqlx::query_as(&format!(
+    let saved = put_in(&mut tx, name, value, updated_by, expected).await?;
+    tx.commit().await?;
+    Ok(saved)
+}
+
+/// Writes a setting inside the caller's transaction, if the stored version is what
+/// `expected` says (else [`SettingError::Conflict`], nothing written). Returns the stored
+/// setting with its new version.
+pub async fn put_in(
+    tx: &mut SqliteConnection,
+    name: &str,
+    value: &Value,
+    updated_by: &str,
+    expected: Expected,
+) -> Result<Setting, SettingError> {
+    let text = value.to_string();
+    let row: Option<Row> = match expected {
+        Expected::Any => sqlx::query_as(&format!(
             "insert into system_setting (name, value, updated_by) values (?1, ?2, ?3) \
              on conflict (name) do update set value = excluded.value, updated_by = excluded.updated_by, \
              version = version + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
@@ -103,7 +127,7 @@ pub async fn put(
         .bind(updated_by)
         .fetch_optional(&mut *tx)
         .await?,
-        Some(None) => sqlx::query_as(&format!(
+        Expected::Absent => sqlx::query_as(&format!(
             "insert into system_setting (name, value, updated_by) values (?1, ?2, ?3) \
              on conflict (name) do nothing returning {COLUMNS}"
         ))
@@ -112,7 +136,7 @@ pub async fn put(
         .bind(updated_by)
         .fetch_optional(&mut *tx)
         .await?,
-        Some(Some(version)) => sqlx::query_as(&format!(
+        Expected::Version(version) => sqlx::query_as(&format!(
             "update system_setting set value = ?2, updated_by = ?3, version = version + 1, \
              updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') where name = ?1 and version = ?4 \
              returning {COLUMNS}"
@@ -124,11 +148,10 @@ pub async fn put(
         .fetch_optional(&mut *tx)
         .await?,
     };
-    tx.commit().await?;
     match row {
         Some(row) => row.try_into(),
         None => {
-            let current = get(pool, name).await?.map_or(0, |s| s.version);
+            let current = get(&mut *tx, name).await?.map_or(0, |s| s.version);
             Err(SettingError::Conflict {
                 name: name.to_owned(),
                 current,

@@ -2,9 +2,6 @@ use leptos::prelude::*;
 
 use crate::{model::execution::ExecutionResult, server_fns::error::AppError};
 
-/// Largest trial program accepted.
-pub const MAX_CODE_BYTES: usize = 1024 * 1024;
-
 /// Runs code through the active provider: `arguments` is a JSON object (blank means `{}`),
 /// `timeout_secs` is optional (the provider's own limit still applies).
 #[server(prefix = "/rpc", endpoint = "run_trial")]
@@ -66,15 +63,13 @@ async fn run(
     input: &crate::model::settings::TrialInput,
     admin: &str,
 ) -> Result<ExecutionResult, AppError> {
-    use crate::{model::execution::ExecRequest, server::db::execution::Caller};
+    use crate::{
+        model::execution::{ExecRequest, RequestProblem, MAX_CODE_BYTES, MAX_TIMEOUT_SECS},
+        server::db::execution::Caller,
+    };
 
     let bad = |message: String| AppError::BadRequest(message);
     let language = input.language.parse().map_err(bad)?;
-    if input.code.len() > MAX_CODE_BYTES {
-        return Err(bad(format!(
-            "The code is larger than {MAX_CODE_BYTES} bytes."
-        )));
-    }
     let arguments = match input.arguments.trim() {
         "" => serde_json::Map::new(),
         text => match serde_json::from_str(text) {
@@ -92,7 +87,6 @@ async fn run(
         text => Some(
             text.parse::<u32>()
                 .ok()
-                .filter(|t| *t > 0)
                 .ok_or_else(|| bad("The timeout must be a positive number of seconds.".into()))?,
         ),
     };
@@ -103,9 +97,20 @@ async fn run(
         arguments,
         timeout_secs,
     };
+    request.check().map_err(|problem| {
+        bad(match problem {
+            RequestProblem::CodeTooLarge { .. } => {
+                format!("The code is larger than {MAX_CODE_BYTES} bytes.")
+            }
+            RequestProblem::TimeoutOutOfRange { .. } => format!(
+                "The timeout must be a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}."
+            ),
+        })
+    })?;
     state
         .sandbox
         .execute(&request, &Caller::admin(admin, "trial"))
         .await
+        .map(|run| run.into_shown())
         .map_err(|e| AppError::Provider(e.to_string()))
 }

@@ -36,7 +36,10 @@ pub async fn save_sandbox_settings(
             &admin.username,
             &kind,
             values.clone(),
-            Some(expected_version),
+            match expected_version {
+                Some(version) => crate::server::db::system_setting::Expected::Version(version),
+                None => crate::server::db::system_setting::Expected::Absent,
+            },
             make_active.is_some(),
         )
         .await

@@ -7,10 +7,7 @@ use crate::{model::dashboard::Dashboard, server_fns::error::AppError};
 #[server(prefix = "/rpc", endpoint = "dashboard")]
 pub async fn get_dashboard() -> Result<Dashboard, AppError> {
     use crate::{
-        model::{
-            dashboard::{LatencyBucket, BUCKETS, BUCKET_MINUTES, WINDOW_MINUTES},
-            provider::HealthReport,
-        },
+        model::dashboard::{LatencyBucket, BUCKETS, BUCKET_MINUTES, WINDOW_MINUTES},
         server::db::execution,
         server_fns::guard::internal,
     };
@@ -18,24 +15,11 @@ pub async fn get_dashboard() -> Result<Dashboard, AppError> {
     crate::server_fns::require_admin().await?;
     let state = expect_context::<crate::server::state::AppState>();
     let pool = &state.pool;
-    let (active_kind, active_name, health, pool_state) = match state.sandbox.active() {
-        Some((kind, provider)) => (
-            kind,
-            provider.info().name.clone(),
-            state.sandbox.active_health().await,
-            provider.pool_state(),
-        ),
-        None => (
-            String::new(),
-            String::new(),
-            HealthReport {
-                healthy: false,
-                message: "No provider is active: save valid settings for one.".into(),
-                details: Default::default(),
-            },
-            None,
-        ),
-    };
+    let status = state.sandbox.active_status().await;
+    let (active_kind, active_name) = status
+        .running
+        .map(|running| (running.kind, running.name))
+        .unwrap_or_default();
     let mut latency = vec![LatencyBucket::default(); BUCKETS];
     for (bucket, runs, p50, p95) in execution::recent_latency(pool, WINDOW_MINUTES, BUCKET_MINUTES)
         .await
@@ -55,8 +39,8 @@ pub async fn get_dashboard() -> Result<Dashboard, AppError> {
     Ok(Dashboard {
         active_kind,
         active_name,
-        health,
-        pool: pool_state,
+        health: status.health,
+        pool: status.pool,
         last_hour: execution::last_hour_by_status(pool)
             .await
             .map_err(internal)?,

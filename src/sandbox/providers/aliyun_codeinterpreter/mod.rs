@@ -573,7 +573,6 @@ impl SandboxProvider for AliyunProvider {
             Err(e) => return Err(http::transport(&what, &e, waited)),
         };
         let mut metadata = instance.metadata.clone();
-        metadata.insert("provider".into(), json!(KIND));
         let finished = |status, stdout: String, stderr: String, metadata| ExecutionResult {
             status,
             stdout,
@@ -582,6 +581,7 @@ impl SandboxProvider for AliyunProvider {
             wall_time_ms: started.elapsed().as_millis() as u64,
             result: crate::model::execution::ReturnValue::absent(),
             artifacts: Vec::new(),
+            queue_wait_ms: None,
             metadata,
         };
         let Some(bytes) = bytes else {

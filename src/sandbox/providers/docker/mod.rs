@@ -407,14 +407,9 @@ impl DockerProvider {
         };
         let (status, stdout, result) = runner::settle(outcome, limit, &mut stderr);
         let mut metadata = Map::new();
-        metadata.insert("provider".into(), json!(KIND));
         metadata.insert("container".into(), json!(short(&lease.id)));
         metadata.insert("cold_start".into(), json!(lease.cold));
         metadata.insert("runtime".into(), json!(config.runtime));
-        metadata.insert(
-            "queue_wait_ms".into(),
-            json!(lease.waited.as_millis() as u64),
-        );
         let mut artifacts = Vec::new();
         if wants_artifacts && running && raw.stopped.is_none() {
             let limits = ArtifactLimits {
@@ -444,6 +439,7 @@ impl DockerProvider {
                 exit_code: raw.exit_code,
                 wall_time_ms: raw.elapsed.as_millis() as u64,
                 artifacts,
+                queue_wait_ms: Some(lease.waited.as_millis() as u64),
                 metadata,
             },
             reusable,

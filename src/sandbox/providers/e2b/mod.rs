@@ -404,7 +404,6 @@ impl SandboxProvider for E2bProvider {
         }
         result.wall_time_ms = started.elapsed().as_millis() as u64;
         result.metadata = instance.metadata.clone();
-        result.metadata.insert("provider".into(), json!(KIND));
         if !skipped.is_empty() {
             result
                 .metadata

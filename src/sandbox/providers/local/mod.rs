@@ -207,8 +207,6 @@ impl SandboxProvider for LocalProvider {
         let mut stderr = raw.stderr;
         let (status, stdout, result) = runner::settle(outcome, raw.limit, &mut stderr);
         let mut metadata = instance.metadata.clone();
-        metadata.insert("provider".into(), json!(KIND));
-        metadata.insert("queue_wait_ms".into(), json!(waited.as_millis() as u64));
         if !raw.skipped_artifacts.is_empty() {
             metadata.insert("skipped_artifacts".into(), json!(raw.skipped_artifacts));
         }
@@ -220,6 +218,7 @@ impl SandboxProvider for LocalProvider {
             wall_time_ms: raw.elapsed.as_millis() as u64,
             result,
             artifacts: raw.artifacts,
+            queue_wait_ms: Some(waited.as_millis() as u64),
             metadata,
         })
     }

@@ -351,6 +351,7 @@ impl SelfManagedProvider {
                 .map_or(elapsed.as_millis() as u64, |ms| ms.max(0.0) as u64),
             result,
             artifacts,
+            queue_wait_ms: None,
             metadata,
         })
     }
@@ -458,10 +459,10 @@ impl SandboxProvider for SelfManagedProvider {
                 wall_time_ms: started.elapsed().as_millis() as u64,
                 result: ReturnValue::absent(),
                 artifacts: Vec::new(),
+                queue_wait_ms: None,
                 metadata: Map::new(),
             },
         };
-        result.metadata.insert("provider".into(), json!(KIND));
         result
             .metadata
             .insert("endpoint".into(), json!(self.endpoint.as_str()));

@@ -1,0 +1,223 @@
+//! The active provider: the one cell that holds it, rebuilt when its stored settings change
+//! (here or in another process), replaced without dropping runs in flight, shut down with
+//! the console; and its health, cached so a frozen backend never holds a page.
+
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex, RwLock,
+    },
+    time::{Duration, Instant},
+};
+
+use serde_json::Map;
+
+use super::{stored::setting_name, SandboxService};
+use crate::{
+    model::provider::{ActiveStatus, HealthReport, RunningProvider},
+    sandbox::{Error as SandboxError, SandboxProvider},
+    server::db::system_setting::{self, SettingError},
+};
+
+pub(super) struct Active {
+    pub(super) kind: String,
+    pub(super) provider: Arc<dyn SandboxProvider>,
+}
+
+/// Versions of `sandbox.provider_type` and of the active provider's settings row.
+pub(super) type Fingerprint = Option<(i64, i64)>;
+
+/// What the running provider should be: nothing changed since it was built, or rebuild it.
+pub(super) struct Loaded {
+    pub(super) active: RwLock<Option<Active>>,
+    /// The stored settings last loaded (also when nothing could be built from them), to
+    /// notice changes made by another process.
+    pub(super) seen: RwLock<Fingerprint>,
+}
+
+/// How long a health probe of the active provider may take before it counts as failed.
+pub const HEALTH_DEADLINE: Duration = Duration::from_secs(5);
+/// A health result younger than this is shown as it is; an older one is shown while a new
+/// probe runs in the background.
+const HEALTH_FRESH: Duration = Duration::from_secs(5);
+
+/// The last health probe of the active provider, for pages that must not wait on a probe.
+/// It names its provider weakly: the result of a replaced provider is never shown for its
+/// successor (a `Weak` keeps the address from being reused), nor keeps it alive.
+#[derive(Default)]
+pub(super) struct HealthCache {
+    #[allow(clippy::type_complexity)]
+    last: Mutex<Option<(std::sync::Weak<dyn SandboxProvider>, Instant, HealthReport)>>,
+    probing: AtomicBool,
+}
+
+impl HealthCache {
+    fn store(&self, provider: &Arc<dyn SandboxProvider>, report: HealthReport) {
+        *self.last.lock().expect("health cache lock") =
+            Some((Arc::downgrade(provider), Instant::now(), report));
+        self.probing.store(false, Ordering::SeqCst);
+    }
+}
+
+/// A health check cut off after [`HEALTH_DEADLINE`]: a frozen backend is an unhealthy one.
+pub(super) async fn probe(provider: &Arc<dyn SandboxProvider>) -> HealthReport {
+    match tokio::time::timeout(HEALTH_DEADLINE, provider.health()).await {
+        Ok(report) => report,
+        Err(_) => HealthReport {
+            healthy: false,
+            message: format!(
+                "The provider did not answer its health check within {} s: its backend may be frozen or overloaded.",
+                HEALTH_DEADLINE.as_secs()
+            ),
+            details: Map::new(),
+        },
+    }
+}
+
+impl SandboxService {
+    /// The stored versions the active provider depends on.
+    pub(super) async fn fingerprint(&self) -> Result<Fingerprint, SettingError> {
+        let Some(setting) = system_setting::get(&self.pool, super::PROVIDER_TYPE).await? else {
+            return Ok(None);
+        };
+        let kind = setting.value.as_str().unwrap_or_default();
+        let settings = system_setting::get(&self.pool, &setting_name(kind))
+            .await?
+            .map_or(0, |s| s.version);
+        Ok(Some((setting.version, settings)))
+    }
+
+    /// Rebuilds the active provider when its stored settings changed behind our back (saved
+    /// by the CLI or by another console on the same database). Two small reads per call.
+    pub(super) async fn refresh(&self) -> Result<(), SettingError> {
+        let now = self.fingerprint().await?;
+        if *self.loaded.seen.read().expect("fingerprint lock") != now {
+            let _swap = self.swap.lock().await;
+            // Another caller may have rebuilt it while this one waited.
+            let now = self.fingerprint().await?;
+            if *self.loaded.seen.read().expect("fingerprint lock") != now {
+                self.load_active().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds the active provider from what is stored. Callers hold `swap` (or are `start`).
+    pub(super) async fn load_active(&self) -> Result<(), SettingError> {
+        let built_from = self.fingerprint().await?;
+        *self.loaded.seen.write().expect("fingerprint lock") = built_from;
+        let Some(kind) = self.stored_active_kind().await? else {
+            *self.loaded.active.write().expect("active provider lock") = None;
+            return Ok(());
+        };
+        let stored = self.stored_values(&self.pool, &kind).await?;
+        let built = match self.open_secrets(&kind, stored) {
+            Ok(config) => self.registry.build(&kind, &config),
+            Err(message) => Err(SandboxError::Backend(message)),
+        };
+        let next = match built {
+            Ok(provider) => Some(Active { kind, provider }),
+            Err(error) => {
+                tracing::error!(%kind, %error, "the active sandbox provider cannot be built from its stored settings");
+                None
+            }
+        };
+        self.replace_active(next);
+        Ok(())
+    }
+
+    /// Makes `next` the provider that runs code: it warms up, and the one it replaces is shut
+    /// down in the background once nobody holds it (its runs in flight finish first).
+    pub(super) fn replace_active(&self, next: Option<Active>) {
+        if let Some(active) = next.as_ref().filter(|_| self.warm) {
+            active.provider.warm_up();
+        }
+        let previous = std::mem::replace(
+            &mut *self.loaded.active.write().expect("active provider lock"),
+            next,
+        );
+        if let Some(previous) = previous {
+            tokio::spawn(async move { previous.provider.shutdown().await });
+        }
+    }
+
+    /// Shuts the active provider down (the console is stopping): runs still in flight are
+    /// cancelled, warm containers and remote sessions are released, and history rows still
+    /// waiting to be written get a last try. Later runs find no active provider.
+    pub async fn shutdown(&self) {
+        self.finish_runs(Duration::ZERO).await;
+        self.history.flush(Duration::from_secs(5)).await;
+        let previous = self
+            .loaded
+            .active
+            .write()
+            .expect("active provider lock")
+            .take();
+        if let Some(previous) = previous {
+            previous.provider.shutdown().await;
+        }
+    }
+
+    /// The provider that runs code now, if any.
+    pub fn active(&self) -> Option<(String, Arc<dyn SandboxProvider>)> {
+        let active = self.loaded.active.read().expect("active provider lock");
+        active
+            .as_ref()
+            .map(|a| (a.kind.clone(), a.provider.clone()))
+    }
+
+    /// The running provider, its health and its pool: what the settings page, the dashboard
+    /// and `GET /api/v1/providers` show.
+    pub async fn active_status(&self) -> ActiveStatus {
+        let active = self.active();
+        ActiveStatus {
+            health: self.active_health().await,
+            pool: active.as_ref().and_then(|(_, p)| p.pool_state()),
+            running: active.map(|(kind, provider)| RunningProvider {
+                kind,
+                name: provider.info().name.clone(),
+                languages: provider.languages().to_vec(),
+            }),
+        }
+    }
+
+    /// The active provider's health for a page or a status answer: the last probe's result
+    /// while it is fresh; an older one at once while a new probe runs in the background;
+    /// and only when there is none, a probe, cut off after [`HEALTH_DEADLINE`]. A frozen
+    /// backend never holds a page.
+    pub async fn active_health(&self) -> HealthReport {
+        let Some((_, provider)) = self.active() else {
+            return HealthReport {
+                healthy: false,
+                message: "No provider is running: the active provider's stored settings do not build. Save valid settings.".into(),
+                details: Map::new(),
+            };
+        };
+        let cached = self
+            .health
+            .last
+            .lock()
+            .expect("health cache lock")
+            .as_ref()
+            .filter(|(of, _, _)| std::ptr::addr_eq(of.as_ptr(), Arc::as_ptr(&provider)))
+            .map(|(_, at, report)| (at.elapsed(), report.clone()));
+        match cached {
+            Some((age, report)) if age < HEALTH_FRESH => report,
+            Some((_, report)) => {
+                if !self.health.probing.swap(true, Ordering::SeqCst) {
+                    let cache = self.health.clone();
+                    tokio::spawn(async move {
+                        let report = probe(&provider).await;
+                        cache.store(&provider, report);
+                    });
+                }
+                report
+            }
+            None => {
+                let report = probe(&provider).await;
+                self.health.store(&provider, report.clone());
+                report
+            }
+        }
+    }
+}

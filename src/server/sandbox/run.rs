@@ -1,0 +1,210 @@
+//! Runs: each in a task of its own that outlives the request that asked for it, under one
+//! outer deadline, handed over to the provider that replaced a retired one, and recorded
+//! (history row and metrics) in that task whatever the caller does.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+use super::SandboxService;
+use crate::{
+    model::execution::{ExecRequest, ExecutionResult, Run},
+    sandbox::{Error as SandboxError, SandboxProvider},
+    server::{
+        db::execution::{Caller, Content, NewExecution},
+        history,
+    },
+};
+
+/// Runs in flight: each in a task of its own that outlives the request that asked for it,
+/// tracked so a shutdown can wait for them, and cancelled (their sandboxes killed by the
+/// providers' drop guards) when the shutdown grace is over.
+#[derive(Default)]
+pub(super) struct Runs {
+    tracker: TaskTracker,
+    cancel: CancellationToken,
+}
+
+impl SandboxService {
+    /// Runs code through the active provider, and records the run for `caller`. The request
+    /// must meet [`ExecRequest::check`], whoever sends it. The run happens in a task of its
+    /// own: a caller that stops waiting (a client that hung up) changes nothing about its
+    /// limits, its history row or its metrics.
+    #[tracing::instrument(skip_all, fields(caller = %caller.name, source = %caller.source, language = %request.language))]
+    pub async fn execute(
+        self: &Arc<Self>,
+        request: &ExecRequest,
+        caller: &Caller,
+    ) -> Result<Run, SandboxError> {
+        request.check()?;
+        if self.runs.tracker.is_closed() {
+            return Err(SandboxError::ShuttingDown);
+        }
+        let (service, request, caller) = (self.clone(), request.clone(), caller.clone());
+        let task = self
+            .runs
+            .tracker
+            .spawn(tracing::Instrument::in_current_span(async move {
+                service.run_and_record(&request, &caller).await
+            }));
+        task.await.unwrap_or_else(|crashed| {
+            Err(SandboxError::Backend(format!("the run crashed: {crashed}")))
+        })
+    }
+
+    async fn run_and_record(
+        &self,
+        request: &ExecRequest,
+        caller: &Caller,
+    ) -> Result<Run, SandboxError> {
+        if let Err(error) = self.refresh().await {
+            tracing::warn!(%error, "could not check the stored sandbox settings; running with the loaded ones");
+        }
+        let started = std::time::Instant::now();
+        let mut deadline = None;
+        let (kind, outcome) = loop {
+            let (kind, provider) = self.active().ok_or(SandboxError::NoActiveProvider)?;
+            if !provider.languages().contains(&request.language) {
+                return Err(SandboxError::Unsupported(request.language));
+            }
+            // One outer deadline for the whole run, handovers included.
+            let deadline = *deadline.get_or_insert_with(|| provider.run_deadline(request));
+            let left = deadline.saturating_sub(started.elapsed());
+            let run = tokio::time::timeout(left, run_once(provider.as_ref(), request));
+            // Cancelling or timing out drops the run's future: the providers' drop guards
+            // then kill and remove its sandbox.
+            let outcome = tokio::select! {
+                biased;
+                () = self.runs.cancel.cancelled() => Err(SandboxError::ShuttingDown),
+                finished = run => finished.unwrap_or_else(|_| {
+                    tracing::warn!(%kind, ?deadline, "a run outlived its outer deadline; abandoned");
+                    Err(SandboxError::Timeout(deadline))
+                }),
+            };
+            // Waited for a sandbox of a provider that a save replaced: nothing ran, so the
+            // run goes to the new one (as often as saves come, within the deadline).
+            if matches!(outcome, Err(SandboxError::Retired)) && started.elapsed() < deadline {
+                tokio::task::yield_now().await;
+                if let Err(error) = self.refresh().await {
+                    tracing::warn!(%error, "could not check the stored sandbox settings");
+                }
+                continue;
+            }
+            break (kind, outcome);
+        };
+        self.record(caller, &kind, request, &outcome).await;
+        outcome.map(|result| Run {
+            provider: kind,
+            result,
+        })
+    }
+
+    /// Stops taking runs and gives those in flight up to `grace` to finish; then cancels the
+    /// rest (their sandboxes are killed and removed, their history rows say so). Returns how
+    /// many were cancelled. Call [`Self::shutdown`] after it.
+    pub async fn finish_runs(&self, grace: Duration) -> usize {
+        self.runs.tracker.close();
+        if tokio::time::timeout(grace, self.runs.tracker.wait())
+            .await
+            .is_ok()
+        {
+            return 0;
+        }
+        let left = self.runs.tracker.len();
+        tracing::warn!(
+            left,
+            ?grace,
+            "runs still in flight after the shutdown grace; cancelling them"
+        );
+        self.runs.cancel.cancel();
+        if tokio::time::timeout(Duration::from_secs(10), self.runs.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("cancelled runs did not end within 10 s");
+        }
+        left
+    }
+
+    /// Writes the history row of one run. A failed write is retried in the background (see
+    /// `HistoryWriter`), never fatal: the caller still gets its result.
+    pub(super) async fn record(
+        &self,
+        caller: &Caller,
+        kind: &str,
+        request: &ExecRequest,
+        outcome: &Result<ExecutionResult, SandboxError>,
+    ) {
+        let input_bytes =
+            request.code.len() + serde_json::to_string(&request.arguments).map_or(0, |a| a.len());
+        let (status, exit_code, duration_ms, output_bytes, error) = match outcome {
+            Ok(result) => (
+                result.status.id(),
+                result.exit_code,
+                result.wall_time_ms,
+                result.stdout.len()
+                    + result.stderr.len()
+                    + result
+                        .artifacts
+                        .iter()
+                        .map(|a| a.size as usize)
+                        .sum::<usize>(),
+                None,
+            ),
+            Err(error) => ("error", None, 0, 0, Some(error.to_string())),
+        };
+        let keep = match history::settings(&self.pool).await {
+            Ok(settings) if settings.keep_content => Some(settings.max_content_bytes as usize),
+            Ok(_) => None,
+            Err(error) => {
+                tracing::warn!(%error, "could not read the history settings; keeping no content");
+                None
+            }
+        };
+        let (stdout, stderr) = match outcome {
+            Ok(result) => (result.stdout.as_str(), result.stderr.as_str()),
+            Err(_) => ("", error.as_deref().unwrap_or_default()),
+        };
+        let content = keep.map(|max| Content {
+            code: history::cut(&request.code, max),
+            stdout: history::cut(stdout, max),
+            stderr: history::cut(stderr, max),
+        });
+        let row = NewExecution {
+            caller,
+            provider: kind,
+            language: request.language.id(),
+            status,
+            exit_code,
+            duration_ms,
+            code: &request.code,
+            input_bytes,
+            output_bytes,
+            error: error.as_deref(),
+            content,
+        };
+        if let Some(metrics) = &self.metrics {
+            let ran = outcome.as_ref().ok();
+            metrics.execution(
+                kind,
+                status,
+                caller.source,
+                ran.map(|r| r.wall_time_ms),
+                ran.and_then(|r| r.queue_wait_ms),
+            );
+        }
+        self.history.record(&row).await;
+    }
+}
+
+/// One run on one provider: an instance made, used and destroyed.
+pub(super) async fn run_once(
+    provider: &dyn SandboxProvider,
+    request: &ExecRequest,
+) -> Result<ExecutionResult, SandboxError> {
+    let (result, destroyed) = crate::sandbox::run_once(provider, request).await;
+    if let Err(error) = destroyed {
+        tracing::warn!(%error, "could not destroy a sandbox instance");
+    }
+    result
+}

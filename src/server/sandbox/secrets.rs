@@ -1,0 +1,145 @@
+//! Secret fields of provider configs: sealed before they are stored, opened to build a
+//! provider, left out of whatever goes back to a browser, and kept when a form leaves them
+//! blank — unless a field that decides where they go changed.
+
+use serde_json::{Map, Value};
+
+use super::SandboxService;
+use crate::{
+    model::schema::{FieldErrors, FieldKind},
+    server::{db::system_setting::SettingError, secrets::SecretBox},
+};
+
+impl SandboxService {
+    /// The keys of `kind`'s secret fields (none for an unknown kind).
+    pub(super) fn secret_keys(&self, kind: &str) -> Vec<String> {
+        self.schema_of(kind).map_or_else(Vec::new, |schema| {
+            schema
+                .fields
+                .into_iter()
+                .filter(|f| f.kind == FieldKind::Secret)
+                .map(|f| f.key)
+                .collect()
+        })
+    }
+
+    /// Stored secret fields decrypted, for building a provider.
+    pub(super) fn open_secrets(
+        &self,
+        kind: &str,
+        mut values: Map<String, Value>,
+    ) -> Result<Map<String, Value>, String> {
+        for key in self.secret_keys(kind) {
+            if let Some(Value::String(sealed)) = values.get(&key) {
+                if SecretBox::is_sealed(sealed) {
+                    let plain = self
+                        .secrets
+                        .open(sealed)
+                        .map_err(|e| format!("{key}: {e}"))?;
+                    values.insert(key, Value::String(plain));
+                }
+            }
+        }
+        Ok(values)
+    }
+
+    /// Secret fields encrypted, for storing.
+    pub(super) fn seal_secrets(
+        &self,
+        kind: &str,
+        mut values: Map<String, Value>,
+    ) -> Map<String, Value> {
+        for key in self.secret_keys(kind) {
+            if let Some(Value::String(plain)) = values.get(&key) {
+                if !plain.is_empty() && !SecretBox::is_sealed(plain) {
+                    let sealed = self.secrets.seal(plain);
+                    values.insert(key, Value::String(sealed));
+                }
+            }
+        }
+        values
+    }
+
+    /// `values` without the provider's secret fields: what may travel back to a browser.
+    /// Also returns the keys of the secrets that were set (not blank). An unknown kind
+    /// gives nothing back at all.
+    pub(super) fn strip_secrets(
+        &self,
+        kind: &str,
+        mut values: Map<String, Value>,
+    ) -> (Map<String, Value>, Vec<String>) {
+        if self.registry.get(kind).is_err() {
+            return (Map::new(), Vec::new());
+        }
+        let mut set = Vec::new();
+        for key in self.secret_keys(kind) {
+            if values
+                .remove(&key)
+                .is_some_and(|v| !v.as_str().unwrap_or_default().is_empty())
+            {
+                set.push(key);
+            }
+        }
+        (values, set)
+    }
+
+    /// `values` without the provider's secret fields: what may travel back to a browser.
+    pub fn without_secrets(&self, kind: &str, values: Map<String, Value>) -> Map<String, Value> {
+        self.strip_secrets(kind, values).0
+    }
+
+    /// Submitted values under the schema's keys (aliases renamed), with blank secret fields
+    /// filled from the stored secrets — but only while every field that decides where the
+    /// secrets go keeps its stored value. Otherwise each blank secret that has a stored value
+    /// is an error on its own field: it must be typed again, so a stored secret is never sent
+    /// to a destination it was not saved for. Unknown keys are refused, by name.
+    pub(super) async fn with_stored_secrets(
+        &self,
+        kind: &str,
+        values: Map<String, Value>,
+    ) -> Result<Result<Map<String, Value>, FieldErrors>, SettingError> {
+        let Some(schema) = self.schema_of(kind) else {
+            return Ok(Ok(values));
+        };
+        let mut values = match schema.canonical(values) {
+            Ok(values) => values,
+            Err(errors) => return Ok(Err(errors)),
+        };
+        let stored = self.stored_values(&self.pool, kind).await?;
+        let moved: Vec<&str> = schema
+            .destinations()
+            .filter(|field| {
+                field.normalized(values.get(&field.key)) != field.normalized(stored.get(&field.key))
+            })
+            .map(|field| field.label.as_str())
+            .collect();
+        let mut errors = FieldErrors::new();
+        for field in schema.fields.iter().filter(|f| f.kind == FieldKind::Secret) {
+            let blank = values
+                .get(&field.key)
+                .is_none_or(|v| v.as_str().is_some_and(|s| s.is_empty()));
+            let kept = stored
+                .get(&field.key)
+                .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()));
+            if let (true, Some(secret)) = (blank, kept) {
+                if moved.is_empty() {
+                    values.insert(field.key.clone(), secret.clone());
+                } else {
+                    errors.insert(
+                        field.key.clone(),
+                        format!(
+                            "{} changed, and the saved {} is only sent where it was saved for: type it again.",
+                            moved.join(" and "),
+                            field.label
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(if errors.is_empty() {
+            Ok(values)
+        } else {
+            Err(errors)
+        })
+    }
+}
