@@ -1,17 +1,9 @@
 //! Prometheus metrics (`prometheus-client`, one registry per application, no globals):
 //! executions by provider/status/source, run latency, queue waits, the active provider's
-//! pool, and HTTP requests by route and status. Served at `/metrics` for an admin session or
-//! an `admin` key, and with no auth on `--metrics-listen` (bind that to a private address).
+//! pool, and HTTP requests by route and status. Served by `routes::metrics`.
 
-use std::time::Instant;
+use std::time::Duration;
 
-use axum::{
-    extract::{MatchedPath, Request, State},
-    http::{header, HeaderMap, StatusCode},
-    middleware::Next,
-    response::{IntoResponse, Response},
-    Extension,
-};
 use prometheus_client::{
     encoding::{text::encode, EncodeLabelSet},
     metrics::{
@@ -21,11 +13,6 @@ use prometheus_client::{
         histogram::{exponential_buckets, Histogram},
     },
     registry::Registry,
-};
-
-use crate::{
-    model::{admin::AdminInfo, api_key::Scope},
-    server::state::AppState,
 };
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -51,7 +38,7 @@ struct HttpLabels {
 }
 
 /// The method as a label: one of the nine standard methods, else `other`.
-fn method_label(method: &axum::http::Method) -> &'static str {
+fn method_label(method: &http::Method) -> &'static str {
     match method.as_str() {
         "GET" => "GET",
         "HEAD" => "HEAD",
@@ -227,7 +214,7 @@ impl Metrics {
         }
     }
 
-    fn set_pool(&self, provider: &str, size: u64, busy: u64) {
+    pub fn set_pool(&self, provider: &str, size: u64, busy: u64) {
         let label = ProviderLabel {
             provider: provider.to_owned(),
         };
@@ -257,6 +244,19 @@ impl Metrics {
         self.pages_refused.inc();
     }
 
+    /// One routed request: `route` is the router's own pattern (or `unmatched`).
+    pub fn http_request(&self, method: &http::Method, route: String, status: u16, took: Duration) {
+        let labels = HttpLabels {
+            method: method_label(method),
+            route,
+            status,
+        };
+        self.http_requests.get_or_create(&labels).inc();
+        self.http_durations
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+    }
+
     /// The registry in the text exposition format.
     pub fn render(&self) -> String {
         let mut text = String::new();
@@ -265,73 +265,9 @@ impl Metrics {
     }
 }
 
-/// Counts every routed request (static files and 404s are not routes).
-pub async fn track_http(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let method = method_label(request.method());
-    let started = Instant::now();
-    let response = next.run(request).await;
-    let labels = HttpLabels {
-        method,
-        route,
-        status: response.status().as_u16(),
-    };
-    state.metrics.http_requests.get_or_create(&labels).inc();
-    state
-        .metrics
-        .http_durations
-        .get_or_create(&labels)
-        .observe(started.elapsed().as_secs_f64());
-    response
-}
-
-fn exposition(state: &AppState) -> Response {
-    if let Some((kind, provider)) = state.sandbox.active() {
-        if let Some(pool) = provider.pool_state() {
-            state.metrics.set_pool(&kind, pool.size, pool.busy);
-        }
-    }
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        state.metrics.render(),
-    )
-        .into_response()
-}
-
-/// `GET /metrics` on the main address: an admin session or an `admin` key.
-pub async fn metrics(
-    State(state): State<AppState>,
-    admin: Option<Extension<AdminInfo>>,
-    headers: HeaderMap,
-) -> Response {
-    if admin.is_none() {
-        if let Err(refusal) =
-            crate::server::api::auth::authorize(&state, &headers, Scope::Admin).await
-        {
-            return (refusal.status(), refusal.message()).into_response();
-        }
-    }
-    exposition(&state)
-}
-
-/// `GET /metrics` on `--metrics-listen`: no auth; only this route is served there.
-pub async fn open_metrics(State(state): State<AppState>) -> Response {
-    exposition(&state)
-}
-
-pub async fn not_found() -> StatusCode {
-    StatusCode::NOT_FOUND
-}
-
 #[cfg(test)]
 mod tests {
-    use axum::http::Method;
+    use http::Method;
 
     use super::method_label;
 

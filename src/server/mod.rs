@@ -1,21 +1,20 @@
-//! The ssr-only host: configuration, startup, state, database, authentication and routes.
+//! The ssr-only host. Doors (HTTP handlers and middleware) are in [`routes`]; everything else
+//! here is a service that takes plain values (a pool, headers, a request model) and never
+//! sees `AppState` or a router: [`sandbox`] (the sandbox service), [`auth`], [`db`]
+//! (repositories), [`history`], [`metrics`], [`secrets`]. [`startup`] builds the
+//! application, [`state`] holds what the doors share, [`serve`] is the accept loop.
 
 pub mod admin_cli;
-pub mod admission;
-pub mod api;
 pub mod artifacts;
-pub mod assets;
 pub mod auth;
 pub mod config;
 pub mod db;
 pub mod flash;
 pub mod gateway_cli;
-pub mod headers;
-pub mod health;
 pub mod history;
 pub mod history_writer;
 pub mod metrics;
-pub mod rpc;
+pub mod routes;
 pub mod sandbox;
 pub mod secrets;
 pub mod serve;

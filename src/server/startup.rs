@@ -9,40 +9,22 @@ use std::{
 };
 
 use anyhow::Context;
-use axum::{
-    extract::{Request, State},
-    http::{header, HeaderValue},
-    middleware,
-    response::{IntoResponse, Response},
-    routing::{get, post},
-    Router,
-};
-use leptos::{
-    config::{Env, LeptosOptions},
-    prelude::provide_context,
-};
-use leptos_axum::{generate_route_list, LeptosRoutes};
+use axum::Router;
+use leptos::config::{Env, LeptosOptions};
 use tokio::{net::TcpListener, task::JoinHandle};
-use tower_http::{
-    compression::CompressionLayer, set_header::SetResponseHeaderLayer, trace::TraceLayer,
-};
 use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::{
-    app::{shell, App},
     sandbox::providers,
     server::{
-        admission::{self, PageAdmission},
-        api::{self, auth::ApiLimiter},
-        artifacts, assets,
         auth::{
-            account, gate::gate, origin::OriginPolicy, password, rate_limit::LoginLimiter, routes,
+            account, api_key::ApiKeys, origin::OriginPolicy, password, rate_limit::LoginLimiter,
             session,
         },
         config::Config,
-        db, headers, health, history,
-        metrics::{self, Metrics},
-        rpc,
+        db, history,
+        metrics::Metrics,
+        routes::{self, admission::PageAdmission},
         sandbox::SandboxService,
         secrets::SecretBox,
         serve::{self, Limits},
@@ -155,7 +137,7 @@ impl Application {
                 config.login_max_failures_per_account,
                 Duration::from_secs(config.login_window_secs),
             )),
-            api_limiter: Arc::new(ApiLimiter::new(config.api_rate_limit)),
+            api_keys: Arc::new(ApiKeys::new(pool.clone(), config.api_rate_limit)),
             metrics,
             sandbox: Arc::new(sandbox),
             origin: Arc::new(origin),
@@ -172,9 +154,12 @@ impl Application {
             Duration::from_secs(config.page_queue_secs.max(1)),
             state.metrics.clone(),
         );
-        let router = router(state.clone(), config.api_max_body_bytes)
-            .layer(sessions)
-            .layer(middleware::from_fn_with_state(admission, admission::admit));
+        let router = routes::router(
+            state.clone(),
+            config.api_max_body_bytes,
+            sessions,
+            admission,
+        );
         let housekeeping = tokio::spawn(async move {
             tokio::join!(
                 sweep_expired(pool.clone()),
@@ -184,7 +169,7 @@ impl Application {
         Ok(Self {
             listener,
             metrics_listener,
-            router: add_outer_layers(router),
+            router,
             state,
             housekeeping,
             limits,
@@ -251,12 +236,7 @@ impl Application {
             })
         };
         let metrics_server = metrics_listener.map(|listener| {
-            let router = add_outer_layers(
-                Router::new()
-                    .route("/metrics", get(metrics::open_metrics))
-                    .fallback(metrics::not_found)
-                    .with_state(state.clone()),
-            );
+            let router = routes::metrics_only(state.clone());
             tokio::spawn(async move {
                 let forever = std::future::pending();
                 if let Err(error) = serve::serve(listener, router, limits, forever).await {
@@ -304,89 +284,6 @@ pub async fn open_database(config: &Config) -> anyhow::Result<sqlx::SqlitePool> 
         .await
         .context("cannot apply the database migrations")?;
     Ok(pool)
-}
-
-fn router(state: AppState, api_max_body_bytes: usize) -> Router<()> {
-    let routes = generate_route_list(App);
-    let context = {
-        let state = state.clone();
-        move || provide_request_context(state.clone())
-    };
-    let page = {
-        let options = state.leptos_options.clone();
-        move || shell(options.clone())
-    };
-    let (api, _) = api::routes(api_max_body_bytes);
-    Router::new()
-        .merge(api)
-        .route("/readyz", get(health::readyz))
-        .route("/admin/history/export.csv", get(history::export_csv))
-        .route("/admin/history/export.json", get(history::export_json))
-        .route("/admin/artifacts/{id}", get(artifacts::download))
-        .route("/metrics", get(metrics::metrics))
-        .route("/auth/login", post(routes::login))
-        .route("/auth/logout", post(routes::logout))
-        .leptos_routes_with_context(&state, routes, context, page)
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            metrics::track_http,
-        ))
-        .fallback(fallback)
-        .layer(middleware::from_fn_with_state(
-            rpc::RpcLimit(api_max_body_bytes),
-            rpc::guard,
-        ))
-        .layer(middleware::from_fn_with_state(state.clone(), gate))
-        .with_state(state)
-}
-
-/// What every Leptos render and server function finds in its context: the state, and the
-/// request's CSP nonce (which `HydrationScripts` and the resource scripts then carry).
-fn provide_request_context(state: AppState) {
-    provide_context(state);
-    let nonce = leptos::prelude::use_context::<http::request::Parts>()
-        .as_ref()
-        .and_then(headers::request_nonce);
-    if let Some(nonce) = nonce {
-        provide_context(nonce);
-    }
-}
-
-fn add_outer_layers(router: Router) -> Router {
-    router
-        .layer(middleware::from_fn(headers::explain_empty_errors))
-        .layer(middleware::from_fn(headers::content_security_policy))
-        .layer(middleware::from_fn(headers::no_store_by_default))
-        .layer(SetResponseHeaderLayer::if_not_present(
-            header::X_FRAME_OPTIONS,
-            HeaderValue::from_static("DENY"),
-        ))
-        .layer(SetResponseHeaderLayer::if_not_present(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        ))
-        .layer(SetResponseHeaderLayer::if_not_present(
-            header::REFERRER_POLICY,
-            HeaderValue::from_static("same-origin"),
-        ))
-        .layer(CompressionLayer::new())
-        .layer(TraceLayer::new_for_http())
-}
-
-/// Static files first; anything else renders the app, whose router shows the 404 page.
-async fn fallback(State(state): State<AppState>, request: Request) -> Response {
-    if let Some(file) = assets::serve(request.uri().path(), request.headers()) {
-        return file;
-    }
-    if api::owns(request.uri().path()) {
-        return api::not_found().await.into_response();
-    }
-    let options = state.leptos_options.clone();
-    let render = leptos_axum::render_app_async_with_context(
-        move || provide_request_context(state.clone()),
-        move || shell(options.clone()),
-    );
-    render(request).await.into_response()
 }
 
 fn announce_first_admin(first: &account::FirstAdmin) {

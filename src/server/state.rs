@@ -14,8 +14,7 @@ use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 use crate::{
     model::overview::SystemOverview,
     server::{
-        api::auth::ApiLimiter,
-        auth::{origin::OriginPolicy, rate_limit::LoginLimiter},
+        auth::{api_key::ApiKeys, origin::OriginPolicy, rate_limit::LoginLimiter},
         db,
         metrics::Metrics,
         sandbox::SandboxService,
@@ -28,8 +27,8 @@ pub struct AppState {
     pub pool: SqlitePool,
     pub leptos_options: LeptosOptions,
     pub login_limiter: Arc<LoginLimiter>,
-    /// Requests per API key per minute.
-    pub api_limiter: Arc<ApiLimiter>,
+    /// API keys, with their scopes and per-key rate limit.
+    pub api_keys: Arc<ApiKeys>,
     pub sandbox: Arc<SandboxService>,
     pub metrics: Arc<Metrics>,
     /// Where state-changing browser requests may come from.

@@ -18,6 +18,7 @@ mod hardening;
 mod health;
 mod helpers;
 mod history;
+mod layout;
 mod metrics;
 mod pages;
 mod ragflow_admin;

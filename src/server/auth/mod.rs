@@ -1,10 +1,10 @@
-//! Administrator authentication: password hashing, sessions, sign-in rate limits, the gate
-//! in front of every route (with its Origin policy), and the sign-in/sign-out form endpoints.
+//! Who may do what: administrator accounts and password hashing, sessions, sign-in rate
+//! limits, the Origin policy, and API keys with their scopes and rate limit. The doors that
+//! use them (the gate, the sign-in form endpoints) are in `server::routes`.
 
 pub mod account;
-pub mod gate;
+pub mod api_key;
 pub mod origin;
 pub mod password;
 pub mod rate_limit;
-pub mod routes;
 pub mod session;

@@ -19,20 +19,21 @@ use crate::{
     server::db::system_setting::{self, SettingError},
 };
 
-pub(super) struct Active {
-    pub(super) kind: String,
-    pub(super) provider: Arc<dyn SandboxProvider>,
+struct Active {
+    kind: String,
+    provider: Arc<dyn SandboxProvider>,
 }
 
 /// Versions of `sandbox.provider_type` and of the active provider's settings row.
-pub(super) type Fingerprint = Option<(i64, i64)>;
+type Fingerprint = Option<(i64, i64)>;
 
 /// What the running provider should be: nothing changed since it was built, or rebuild it.
+#[derive(Default)]
 pub(super) struct Loaded {
-    pub(super) active: RwLock<Option<Active>>,
+    active: RwLock<Option<Active>>,
     /// The stored settings last loaded (also when nothing could be built from them), to
     /// notice changes made by another process.
-    pub(super) seen: RwLock<Fingerprint>,
+    seen: RwLock<Fingerprint>,
 }
 
 /// How long a health probe of the active provider may take before it counts as failed.
@@ -126,9 +127,25 @@ impl SandboxService {
         Ok(())
     }
 
+    /// Makes `provider`, just built from the settings saved for `kind`, the one that runs
+    /// code. Callers hold `swap`.
+    pub(super) async fn install(
+        &self,
+        kind: &str,
+        provider: Arc<dyn SandboxProvider>,
+    ) -> Result<(), SettingError> {
+        let built_from = self.fingerprint().await?;
+        *self.loaded.seen.write().expect("fingerprint lock") = built_from;
+        self.replace_active(Some(Active {
+            kind: kind.to_owned(),
+            provider,
+        }));
+        Ok(())
+    }
+
     /// Makes `next` the provider that runs code: it warms up, and the one it replaces is shut
     /// down in the background once nobody holds it (its runs in flight finish first).
-    pub(super) fn replace_active(&self, next: Option<Active>) {
+    fn replace_active(&self, next: Option<Active>) {
         if let Some(active) = next.as_ref().filter(|_| self.warm) {
             active.provider.warm_up();
         }

@@ -15,7 +15,7 @@ mod test_connection;
 #[cfg(test)]
 mod tests;
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 use sqlx::SqlitePool;
@@ -74,10 +74,7 @@ impl SandboxService {
             metrics: None,
             registry,
             secrets,
-            loaded: active::Loaded {
-                active: RwLock::new(None),
-                seen: RwLock::new(None),
-            },
+            loaded: active::Loaded::default(),
             swap: tokio::sync::Mutex::new(()),
             health: Arc::new(active::HealthCache::default()),
             runs: run::Runs::default(),

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Map, Value};
 use sqlx::{SqliteExecutor, SqlitePool};
 
-use super::{active::Active, SandboxService};
+use super::SandboxService;
 use crate::{
     model::{
         schema::{FieldErrors, FORM_ERROR},
@@ -170,12 +170,7 @@ impl SandboxService {
             }
         };
         if active {
-            let built_from = self.fingerprint().await?;
-            *self.loaded.seen.write().expect("fingerprint lock") = built_from;
-            self.replace_active(Some(Active {
-                kind: kind.to_owned(),
-                provider,
-            }));
+            self.install(kind, provider).await?;
         } else {
             // Built only to validate: release whatever it opened.
             provider.shutdown().await;

@@ -3,7 +3,6 @@
 //! sandbox admin API (`/api/v1/admin/sandbox/*`), and the OpenAPI document of all of them,
 //! generated from the handlers so it cannot drift from the routes.
 
-pub mod auth;
 pub mod error;
 pub mod execute;
 pub mod ragflow_admin;
@@ -101,7 +100,7 @@ async fn openapi_json(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     if admin.is_none() {
-        auth::authorize_any(&state, &headers, &Scope::ALL).await?;
+        state.api_keys.authorize_any(&headers, &Scope::ALL).await?;
     }
     Ok(Json(document.as_ref().clone()).into_response())
 }
@@ -110,7 +109,7 @@ async fn openapi_json(
 #[utoipa::path(get, path = "/healthz", tag = "meta",
     responses((status = 200, description = "`{\"status\": \"ok\", \"version\": ...}`")))]
 async fn healthz() -> impl IntoResponse {
-    crate::server::health::healthz().await
+    crate::server::routes::health::healthz().await
 }
 
 /// Unknown API paths answer in JSON, not with the console's HTML 404 page.

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use super::{auth::authorize, auth::authorize_any, error::ApiError};
+use super::error::ApiError;
 use crate::{
     model::{
         api_key::Scope,
@@ -159,7 +159,7 @@ pub async fn execute(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<ExecuteResponse>, ApiError> {
-    let key = authorize(&state, &headers, Scope::Execute).await?;
+    let key = state.api_keys.authorize(&headers, Scope::Execute).await?;
     let body = body.map_err(ApiError::body)?;
     let request = parse_request(&body)?;
     let run = state
@@ -211,7 +211,10 @@ pub async fn providers(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Json<ProvidersResponse>, ApiError> {
-    authorize_any(&state, &headers, &[Scope::Execute, Scope::Admin]).await?;
+    state
+        .api_keys
+        .authorize_any(&headers, &[Scope::Execute, Scope::Admin])
+        .await?;
     let status = state.sandbox.active_status().await;
     let active = status.running.map(|running| ActiveProvider {
         kind: running.kind,

@@ -12,7 +12,7 @@ use axum::{
 };
 use serde_json::{json, Map, Value};
 
-use super::auth::{authorize, Refusal};
+use crate::server::auth::api_key::Refusal;
 use crate::{
     model::{
         api_key::Scope,
@@ -78,7 +78,9 @@ async fn admin_key(
     headers: &HeaderMap,
     source: &'static str,
 ) -> Result<Caller, Failure> {
-    authorize(state, headers, Scope::Admin)
+    state
+        .api_keys
+        .authorize(headers, Scope::Admin)
         .await
         .map(|key| Caller::api_key(&key.name, source))
         .map_err(refused)

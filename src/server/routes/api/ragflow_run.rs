@@ -21,7 +21,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
-use super::auth::{authorize, Refusal};
+use crate::server::auth::api_key::Refusal;
 use crate::{
     model::{
         api_key::Scope,
@@ -355,7 +355,7 @@ pub async fn run(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let key = match authorize(&state, &headers, Scope::Execute).await {
+    let key = match state.api_keys.authorize(&headers, Scope::Execute).await {
         Ok(key) => key,
         Err(Refusal::RateLimited(wait)) => {
             let mut response = (

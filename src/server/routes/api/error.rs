@@ -181,9 +181,9 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<super::auth::Refusal> for ApiError {
-    fn from(refusal: super::auth::Refusal) -> Self {
-        use super::auth::Refusal;
+impl From<crate::server::auth::api_key::Refusal> for ApiError {
+    fn from(refusal: crate::server::auth::api_key::Refusal) -> Self {
+        use crate::server::auth::api_key::Refusal;
         let kind = match refusal {
             Refusal::Unauthenticated(_) => "unauthenticated",
             Refusal::Forbidden(_) => "forbidden",

@@ -67,7 +67,7 @@ pub fn request_nonce(parts: &http::request::Parts) -> Option<Nonce> {
 /// a blank 500. Answers that carry a body keep it.
 pub async fn explain_empty_errors(request: Request, next: Next) -> Response {
     use http_body::Body as _;
-    let api = crate::server::api::owns(request.uri().path());
+    let api = crate::server::routes::api::owns(request.uri().path());
     let response = next.run(request).await;
     if !response.status().is_server_error() || response.body().size_hint().exact() != Some(0) {
         return response;

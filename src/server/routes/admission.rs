@@ -47,7 +47,7 @@ impl PageAdmission {
 
 /// Paths that are not page work.
 fn exempt(path: &str) -> bool {
-    crate::server::api::owns(path)
+    crate::server::routes::api::owns(path)
         || matches!(path, "/healthz" | "/readyz" | "/metrics")
         || path.starts_with("/pkg/")
         || path.starts_with("/favicon")
@@ -84,7 +84,7 @@ pub async fn admit(
 
 fn busy(admission: &PageAdmission) -> Response {
     admission.metrics.page_refused();
-    crate::server::headers::notice_page(
+    crate::server::routes::headers::notice_page(
         StatusCode::SERVICE_UNAVAILABLE,
         "The console is busy",
         "Too many pages are loading at once. Try again in a moment.",

@@ -14,8 +14,8 @@ use axum::{
 use serde_json::json;
 use tower_sessions::Session;
 
+use super::{api, assets};
 use crate::server::{
-    api, assets,
     auth::{origin::OriginPolicy, session},
     state::AppState,
 };

@@ -14,8 +14,9 @@ use serde::Deserialize;
 use serde_json::json;
 use tower_sessions::Session;
 
+use super::gate::login_url;
 use crate::server::{
-    auth::{gate::login_url, password, session},
+    auth::{password, session},
     db::admin_user,
     state::AppState,
 };

@@ -1,6 +1,8 @@
-//! API-key authentication and per-key rate limits for the REST API and the RAGFlow-compatible
-//! endpoints. Keys come as `Authorization: Bearer <key>`, `X-Sandbox-Token: <key>` (RAGFlow's
-//! executor-manager token header) or a bare `Authorization: <key>` (RAGFlow's admin client).
+//! API-key checking for the REST API, the RAGFlow-compatible endpoints and `/metrics`: which
+//! live key a request carries, whether it has the scope, and the per-key rate limit. Keys
+//! come as `Authorization: Bearer <key>`, `X-Sandbox-Token: <key>` (RAGFlow's executor-manager
+//! token header) or a bare `Authorization: <key>` (RAGFlow's admin client). A service: it
+//! reads headers, and never sees a router or the state that holds it.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -8,11 +10,12 @@ use std::{
     time::{Duration, Instant},
 };
 
-use axum::http::{header, HeaderMap, StatusCode};
+use http::{header, HeaderMap, StatusCode};
+use sqlx::SqlitePool;
 
 use crate::{
     model::api_key::{ApiKeyInfo, Scope},
-    server::{db::api_key, state::AppState},
+    server::db::api_key,
 };
 
 /// Why a request was refused.
@@ -76,46 +79,60 @@ pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
         .filter(|k| !k.is_empty())
 }
 
-/// The live key behind this request, if it has `scope` and is within its rate limit.
-pub async fn authorize(
-    state: &AppState,
-    headers: &HeaderMap,
-    scope: Scope,
-) -> Result<ApiKeyInfo, Refusal> {
-    authorize_any(state, headers, &[scope]).await
+/// The key store and the per-key rate limit: checks the key a request carries.
+#[derive(Debug)]
+pub struct ApiKeys {
+    pool: SqlitePool,
+    limiter: ApiLimiter,
 }
 
-/// As `authorize`, for endpoints any of `scopes` may use.
-pub async fn authorize_any(
-    state: &AppState,
-    headers: &HeaderMap,
-    scopes: &[Scope],
-) -> Result<ApiKeyInfo, Refusal> {
-    let key = presented_key(headers).ok_or(Refusal::Unauthenticated(
-        "send an API key as 'Authorization: Bearer <key>'",
-    ))?;
-    let info = api_key::authenticate(&state.pool, key)
-        .await
-        .map_err(|error| {
-            tracing::error!(%error, "could not read the API keys");
-            Refusal::Unavailable
-        })?
-        .ok_or(Refusal::Unauthenticated(
-            "the API key is unknown or was revoked",
-        ))?;
-    if !scopes.iter().any(|s| info.scopes.contains(s)) {
-        return Err(Refusal::Forbidden(scopes[0]));
+impl ApiKeys {
+    /// Keys from `pool`, each allowed `per_minute` requests (`0`: no limit).
+    pub fn new(pool: SqlitePool, per_minute: u32) -> Self {
+        ApiKeys {
+            pool,
+            limiter: ApiLimiter::new(per_minute),
+        }
     }
-    state
-        .api_limiter
-        .check(info.id)
-        .map_err(Refusal::RateLimited)?;
-    Ok(info)
+
+    /// The live key behind these headers, if it has `scope` and is within its rate limit.
+    pub async fn authorize(
+        &self,
+        headers: &HeaderMap,
+        scope: Scope,
+    ) -> Result<ApiKeyInfo, Refusal> {
+        self.authorize_any(headers, &[scope]).await
+    }
+
+    /// As [`ApiKeys::authorize`], for endpoints any of `scopes` may use.
+    pub async fn authorize_any(
+        &self,
+        headers: &HeaderMap,
+        scopes: &[Scope],
+    ) -> Result<ApiKeyInfo, Refusal> {
+        let key = presented_key(headers).ok_or(Refusal::Unauthenticated(
+            "send an API key as 'Authorization: Bearer <key>'",
+        ))?;
+        let info = api_key::authenticate(&self.pool, key)
+            .await
+            .map_err(|error| {
+                tracing::error!(%error, "could not read the API keys");
+                Refusal::Unavailable
+            })?
+            .ok_or(Refusal::Unauthenticated(
+                "the API key is unknown or was revoked",
+            ))?;
+        if !scopes.iter().any(|s| info.scopes.contains(s)) {
+            return Err(Refusal::Forbidden(scopes[0]));
+        }
+        self.limiter.check(info.id).map_err(Refusal::RateLimited)?;
+        Ok(info)
+    }
 }
 
 /// A sliding one-minute window of requests per key. `0` per minute turns it off.
 #[derive(Debug)]
-pub struct ApiLimiter {
+struct ApiLimiter {
     per_minute: u32,
     seen: Mutex<HashMap<i64, VecDeque<Instant>>>,
 }
@@ -154,7 +171,7 @@ impl ApiLimiter {
 
 #[cfg(test)]
 mod tests {
-    use axum::http::HeaderValue;
+    use http::HeaderValue;
 
     use super::*;
 

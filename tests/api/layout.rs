@@ -1,0 +1,412 @@
+//! The house rules a path promises, read from the source itself (parsed with `syn`):
+//! - no import circle in `src/server`: in every folder, the files and subfolders that refer
+//!   to each other form no cycle (a folder's `mod.rs` is its face: references to it, or from
+//!   it down to its own parts, are not edges);
+//! - only the doors (`server/routes/`) and the host around them (`startup`, `serve`, `state`)
+//!   touch axum, and no service refers to `AppState`;
+//! - providers never touch axum or leptos; the UI never touches bollard, sqlx or reqwest.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::{Path, PathBuf},
+};
+
+use syn::visit::Visit;
+
+/// A module path, `["crate", "server", "routes", "api"]`.
+type ModPath = Vec<String>;
+
+struct SourceFile {
+    /// As written under `src/`, for messages.
+    name: String,
+    module: ModPath,
+    /// Every path the file refers to through `crate`, `super`, `self` or a child module,
+    /// made absolute; and every external crate path (`axum::…`) as written.
+    refs: BTreeSet<ModPath>,
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn module_of(src: &Path, file: &Path) -> ModPath {
+    let relative = file.strip_prefix(src).unwrap();
+    let mut module = vec!["crate".to_owned()];
+    for part in relative.iter() {
+        let part = part.to_string_lossy();
+        match part.strip_suffix(".rs") {
+            Some("mod" | "lib" | "main") => {}
+            Some(name) => module.push(name.to_owned()),
+            None => module.push(part.into_owned()),
+        }
+    }
+    module
+}
+
+/// Collects the paths one file refers to, resolving `super`/`self` against the module the
+/// code sits in (inline `mod tests { … }` included).
+struct Refs<'a> {
+    /// The module each `mod` level of the file is in: the file's own, then inline ones.
+    stack: Vec<ModPath>,
+    /// Names of the file's own submodules (`mod x;` or `mod x { … }`), per stack level.
+    children: Vec<BTreeSet<String>>,
+    known: &'a BTreeSet<ModPath>,
+    out: BTreeSet<ModPath>,
+}
+
+impl Refs<'_> {
+    fn resolve(&mut self, segments: &[String]) {
+        let Some(first) = segments.first() else {
+            return;
+        };
+        let here = self.stack.last().unwrap().clone();
+        let mut absolute = match first.as_str() {
+            "crate" => segments.to_vec(),
+            "self" => [here.clone(), segments[1..].to_vec()].concat(),
+            "super" => {
+                let mut base = here.clone();
+                let mut rest = segments;
+                while rest.first().is_some_and(|s| s == "super") {
+                    base.pop();
+                    rest = &rest[1..];
+                }
+                [base, rest.to_vec()].concat()
+            }
+            name if self.children.last().unwrap().contains(name) => {
+                [here.clone(), segments.to_vec()].concat()
+            }
+            name if self
+                .known
+                .contains(&[here.clone(), vec![name.to_owned()]].concat()) =>
+            {
+                [here.clone(), segments.to_vec()].concat()
+            }
+            // An external crate (or a local item): kept as written.
+            _ => segments.to_vec(),
+        };
+        absolute.retain(|s| s != "*");
+        self.out.insert(absolute);
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(path) => {
+                prefix.push(path.ident.to_string());
+                self.use_tree(prefix, &path.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(name) => {
+                let mut full = prefix.clone();
+                if name.ident != "self" {
+                    full.push(name.ident.to_string());
+                }
+                self.resolve(&full);
+            }
+            syn::UseTree::Rename(rename) => {
+                let mut full = prefix.clone();
+                if rename.ident != "self" {
+                    full.push(rename.ident.to_string());
+                }
+                self.resolve(&full);
+            }
+            syn::UseTree::Glob(_) => {
+                let full = prefix.clone();
+                self.resolve(&full);
+            }
+            syn::UseTree::Group(group) => {
+                for item in &group.items {
+                    self.use_tree(prefix, item);
+                }
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Refs<'_> {
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        self.use_tree(&mut Vec::new(), &item.tree);
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        if segments.len() > 1 {
+            self.resolve(&segments);
+        }
+        syn::visit::visit_path(self, path);
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        // Paths inside macro bodies (`tracing::…!`, `json!`) are tokens; those that matter
+        // here (`crate::…`, `axum::…`) are read from the tokens as text.
+        let text = mac.tokens.to_string().replace(' ', "");
+        for start in [
+            "crate::",
+            "axum::",
+            "leptos::",
+            "bollard::",
+            "sqlx::",
+            "reqwest::",
+        ] {
+            for (at, _) in text.match_indices(start) {
+                let path: String = text[at..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                    .collect();
+                let segments: Vec<String> = path
+                    .split("::")
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                self.resolve(&segments);
+            }
+        }
+        syn::visit::visit_macro(self, mac);
+    }
+
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        self.children
+            .last_mut()
+            .unwrap()
+            .insert(item.ident.to_string());
+        if let Some((_, items)) = &item.content {
+            let mut inner = self.stack.last().unwrap().clone();
+            inner.push(item.ident.to_string());
+            self.stack.push(inner);
+            self.children.push(BTreeSet::new());
+            for item in items {
+                self.visit_item(item);
+            }
+            self.children.pop();
+            self.stack.pop();
+        }
+    }
+}
+
+fn read_sources() -> Vec<SourceFile> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let known: BTreeSet<ModPath> = files.iter().map(|f| module_of(&src, f)).collect();
+    files
+        .iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            let ast = syn::parse_file(&text)
+                .unwrap_or_else(|e| panic!("{} does not parse: {e}", file.display()));
+            let module = module_of(&src, file);
+            // `mod.rs` sits in its folder's module; any other file is a module of its own,
+            // whose `super` is its folder.
+            let mut refs = Refs {
+                stack: vec![module.clone()],
+                children: vec![BTreeSet::new()],
+                known: &known,
+                out: BTreeSet::new(),
+            };
+            refs.visit_file(&ast);
+            SourceFile {
+                name: file.strip_prefix(&src).unwrap().display().to_string(),
+                module,
+                refs: refs.out,
+            }
+        })
+        .collect()
+}
+
+fn starts_with(path: &[String], prefix: &[&str]) -> bool {
+    path.len() >= prefix.len() && path.iter().zip(prefix).all(|(a, b)| a == b)
+}
+
+fn touches(file: &SourceFile, krate: &str) -> Option<String> {
+    file.refs
+        .iter()
+        .find(|r| r.first().is_some_and(|s| s == krate))
+        .map(|r| r.join("::"))
+}
+
+/// Cycles among the parts of each folder under `root`: returns each as `folder: a -> b -> a`.
+fn cycles(files: &[SourceFile], root: &[&str]) -> Vec<String> {
+    let modules: BTreeSet<ModPath> = files.iter().map(|f| f.module.clone()).collect();
+    // folder -> part -> parts it refers to
+    let mut graphs: BTreeMap<ModPath, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for file in files.iter().filter(|f| starts_with(&f.module, root)) {
+        for target in &file.refs {
+            if !starts_with(target, root) {
+                continue;
+            }
+            // The module the reference lands in: its longest known prefix.
+            let Some(landing) = (1..=target.len())
+                .rev()
+                .map(|n| target[..n].to_vec())
+                .find(|m| modules.contains(m))
+            else {
+                continue;
+            };
+            let common = file
+                .module
+                .iter()
+                .zip(&landing)
+                .take_while(|(a, b)| a == b)
+                .count();
+            // A reference to an ancestor's own items, or from a folder's face down into
+            // its own parts, is no edge.
+            if common == landing.len() || common == file.module.len() {
+                continue;
+            }
+            let folder = file.module[..common].to_vec();
+            graphs
+                .entry(folder)
+                .or_default()
+                .entry(file.module[common].clone())
+                .or_default()
+                .insert(landing[common].clone());
+        }
+    }
+    let mut found = Vec::new();
+    for (folder, graph) in &graphs {
+        // Depth-first search for a back edge.
+        fn visit(
+            node: &str,
+            graph: &BTreeMap<String, BTreeSet<String>>,
+            path: &mut Vec<String>,
+            done: &mut BTreeSet<String>,
+            found: &mut Vec<Vec<String>>,
+        ) {
+            if let Some(at) = path.iter().position(|p| p == node) {
+                let mut cycle = path[at..].to_vec();
+                cycle.push(node.to_owned());
+                found.push(cycle);
+                return;
+            }
+            if !done.insert(node.to_owned()) {
+                return;
+            }
+            path.push(node.to_owned());
+            for next in graph.get(node).into_iter().flatten() {
+                visit(next, graph, path, done, found);
+            }
+            path.pop();
+        }
+        let mut done = BTreeSet::new();
+        let mut in_folder = Vec::new();
+        for node in graph.keys() {
+            visit(node, graph, &mut Vec::new(), &mut done, &mut in_folder);
+        }
+        for cycle in in_folder {
+            found.push(format!("{}: {}", folder.join("::"), cycle.join(" -> ")));
+        }
+    }
+    found
+}
+
+#[test]
+fn nothing_in_the_server_imports_in_a_circle() {
+    let files = read_sources();
+    let server = files
+        .iter()
+        .filter(|f| starts_with(&f.module, &["crate", "server"]))
+        .count();
+    assert!(server > 40, "the server's files were read ({server})");
+
+    let found = cycles(&files, &["crate", "server"]);
+
+    assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_circle_check_sees_a_circle() {
+    let file = |module: &[&str], refs: &[&[&str]]| SourceFile {
+        name: module.join("/"),
+        module: module.iter().map(|s| s.to_string()).collect(),
+        refs: refs
+            .iter()
+            .map(|r| r.iter().map(|s| s.to_string()).collect())
+            .collect(),
+    };
+    let files = [
+        file(&["crate", "server"], &[]),
+        file(
+            &["crate", "server", "state"],
+            &[&["crate", "server", "sandbox", "Service"]],
+        ),
+        file(
+            &["crate", "server", "sandbox"],
+            &[&["crate", "server", "history", "cut"]],
+        ),
+        file(
+            &["crate", "server", "history"],
+            &[&["crate", "server", "state", "AppState"]],
+        ),
+    ];
+
+    let found = cycles(&files, &["crate", "server"]);
+
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("history -> state -> sandbox -> history"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn only_the_doors_touch_axum_and_no_service_sees_the_app_state() {
+    let files = read_sources();
+    let host = ["startup", "serve", "state"];
+    let is_door = |f: &SourceFile| {
+        starts_with(&f.module, &["crate", "server", "routes"])
+            || host
+                .iter()
+                .any(|h| f.module == ["crate", "server", h].map(str::to_owned))
+    };
+    let mut wrong = Vec::new();
+    for file in files
+        .iter()
+        .filter(|f| starts_with(&f.module, &["crate", "server"]))
+    {
+        if is_door(file) {
+            continue;
+        }
+        if let Some(path) = touches(file, "axum") {
+            wrong.push(format!("{} uses {path}", file.name));
+        }
+        if let Some(path) = file
+            .refs
+            .iter()
+            .find(|r| starts_with(r, &["crate", "server", "state"]))
+        {
+            wrong.push(format!("{} uses {}", file.name, path.join("::")));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "services that touch doors:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn providers_never_touch_the_web_and_the_ui_never_touches_backends() {
+    let files = read_sources();
+    let mut wrong = Vec::new();
+    for file in &files {
+        let forbidden: &[&str] = if starts_with(&file.module, &["crate", "sandbox"]) {
+            &["axum", "leptos", "leptos_axum"]
+        } else if starts_with(&file.module, &["crate", "app"]) {
+            &["bollard", "sqlx", "reqwest"]
+        } else {
+            &[]
+        };
+        for krate in forbidden {
+            if let Some(path) = touches(file, krate) {
+                wrong.push(format!("{} uses {path}", file.name));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
