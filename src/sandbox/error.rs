@@ -29,6 +29,13 @@ pub enum Error {
     Unsupported(Language),
     #[error("the provider failed: {0}")]
     Backend(String),
+    /// A provider's own failure, with its cause kept (each provider has a private error
+    /// enum, one variant per remote operation, converted into this).
+    #[error("the provider failed: {source}")]
+    Provider {
+        kind: &'static str,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The request is outside the limits every run meets; nothing was run.
     #[error("the request was refused: {0}")]
     Request(#[from] RequestProblem),
@@ -44,6 +51,17 @@ pub enum Error {
 }
 
 impl Error {
+    /// A provider's own failure, its cause kept for the log.
+    pub fn provider(
+        kind: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Provider {
+            kind,
+            source: Box::new(source),
+        }
+    }
+
     /// A config error on one field, for provider rules beyond the schema's type checks.
     pub fn field(key: &str, message: impl Into<String>) -> Self {
         Error::ConfigInvalid {

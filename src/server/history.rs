@@ -31,8 +31,9 @@ pub async fn save(
     if let Err(message) = new.check() {
         return Ok(Err(message));
     }
-    // The setting and its audit row together, or neither.
-    let mut tx = pool.begin().await?;
+    // The setting and its audit row together, or neither. IMMEDIATE: it reads first, and a
+    // read transaction cannot always become a write one while others write.
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let old: HistorySettings = system_setting::get(&mut *tx, SETTING)
         .await?
         .and_then(|s| serde_json::from_value(s.value).ok())

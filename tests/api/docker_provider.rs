@@ -477,7 +477,7 @@ async fn a_missing_image_or_runtime_is_a_clear_health_error() {
         runtime_health.message
     );
     assert!(
-        matches!(&run_error, Error::Backend(m) if m.contains("sandbox-runtime:does-not-exist")),
+        matches!(&run_error, Error::Provider { source, .. } if source.to_string().contains("sandbox-runtime:does-not-exist")),
         "{run_error}"
     );
 }
@@ -569,7 +569,7 @@ async fn a_dockerd_restart_fails_the_run_in_flight_and_the_pool_rebuilds() {
 
     assert!(restart.success());
     assert!(
-        matches!(failed, Err(Error::Unreachable(_) | Error::Backend(_))),
+        matches!(failed, Err(Error::Unreachable(_) | Error::Provider { .. })),
         "the run in flight fails typed: {failed:?}"
     );
     assert_eq!(after.expect("runs work again").result.value, json!("back"));

@@ -174,9 +174,10 @@ async fn a_stream_that_is_not_json_lines_is_a_provider_error_with_an_excerpt() {
         .await
         .unwrap_err();
 
-    let Error::Backend(message) = error else {
+    let Error::Provider { source, .. } = error else {
         panic!("{error}")
     };
+    let message = source.to_string();
     assert!(
         message.contains("not JSON: <html>upstream connect error</html>"),
         "{message}"

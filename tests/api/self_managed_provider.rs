@@ -344,9 +344,10 @@ async fn malformed_and_failed_answers_are_provider_errors_with_an_excerpt() {
 
         let error = run(&provider, &hello).await.unwrap_err();
 
-        let Error::Backend(message) = error else {
+        let Error::Provider { source, .. } = error else {
             panic!("{body}: {error}")
         };
+        let message = source.to_string();
         assert!(message.contains(expected), "{body}: {message}");
     }
 }

@@ -7,7 +7,8 @@ use crate::model::schema::{FieldKind, FieldSpec};
 
 const MIB: i64 = 1024 * 1024;
 
-fn integer(min: i64, max: i64) -> FieldKind {
+/// A whole number from `min` to `max`.
+pub fn integer(min: i64, max: i64) -> FieldKind {
     FieldKind::Integer {
         min: Some(min),
         max: Some(max),

@@ -15,14 +15,14 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// a provider's answer that points elsewhere must not take the request, and the secret
 /// headers on it (`X-API-Key`, `X-Sandbox-Token`, which reqwest keeps across hosts), to a
 /// destination the secret was not saved for. A redirect is an unexpected answer instead.
-pub fn client(timeout: Duration) -> Result<reqwest::Client, Error> {
+pub fn client(kind: &'static str, timeout: Duration) -> Result<reqwest::Client, Error> {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(timeout)
         .connect_timeout(CONNECT_TIMEOUT.min(timeout))
         .user_agent(concat!("sandbox-console/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| Error::Backend(format!("cannot set up an HTTP client: {e}")))
+        .map_err(|source| Error::provider(kind, source))
 }
 
 /// Parses an `http://` or `https://` URL with a host, or says what is wrong with it.

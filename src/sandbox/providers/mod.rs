@@ -1,6 +1,7 @@
 //! The provider kinds, one folder each, and the registry of those that really work.
 
 pub mod aliyun_codeinterpreter;
+mod config_check;
 pub mod docker;
 pub mod e2b;
 mod fields;

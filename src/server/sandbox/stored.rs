@@ -190,7 +190,9 @@ impl SandboxService {
         expected: Expected,
         make_active: bool,
     ) -> Result<(i64, bool), SettingError> {
-        let mut tx = self.pool.begin().await?;
+        // IMMEDIATE: it reads before it writes, and a read transaction that must become a
+        // write one fails at once (SQLITE_BUSY) when another writer (a history row) went first.
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let stored = self.stored_values(&mut *tx, kind).await?;
         let before = self.open_secrets(kind, stored.clone()).unwrap_or(stored);
         let sealed = Value::Object(self.seal_secrets(kind, normalized.clone()));

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::AliyunProvider;
+use super::{AliyunProvider, KIND};
 use crate::{
     model::schema::{ConfigSchema, FieldGroup, FieldKind, FieldSpec, SelectOption},
     sandbox::{
-        providers::{fields, http},
+        providers::{config_check::ConfigCheck, fields, http},
         Error, SandboxProvider,
     },
 };
@@ -187,47 +187,31 @@ fn with_environment(raw: &Map<String, Value>) -> Map<String, Value> {
 /// the seed's rules and the override URLs, every bad field at once.
 pub fn build_provider(raw: &Map<String, Value>) -> Result<AliyunProvider, Error> {
     let raw = with_environment(raw);
-    let normalized = schema().normalize(&raw);
-    let mut errors = normalized.as_ref().err().cloned().unwrap_or_default();
+    let mut check = ConfigCheck::new(KIND, &schema(), &raw);
     // The seed's rules, on the submitted values even when another field failed.
-    let text = |key: &str| {
-        raw.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim()
-    };
-    if !errors.contains_key("access_key_id") && !text("access_key_id").starts_with("LTAI") {
-        errors.insert(
-            "access_key_id".into(),
-            "Invalid AccessKey ID format (should start with 'LTAI').".into(),
-        );
-    }
-    if !errors.contains_key("account_id") && !text("account_id").chars().all(|c| c.is_ascii_digit())
-    {
-        errors.insert(
-            "account_id".into(),
-            "Enter the numeric primary account ID (shown in the Aliyun console).".into(),
-        );
-    }
-    for key in ["endpoint", "control_endpoint"] {
-        let given = raw
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim();
-        if !given.is_empty() && !errors.contains_key(key) {
-            if let Err(message) = http::endpoint(given, "https://agentrun.example.internal") {
-                errors.insert(key.into(), message);
-            }
+    check.check("access_key_id", |c| {
+        if c.submitted("access_key_id").starts_with("LTAI") {
+            Ok(())
+        } else {
+            Err("Invalid AccessKey ID format (should start with 'LTAI').".into())
         }
+    });
+    check.check("account_id", |c| {
+        if c.submitted("account_id")
+            .chars()
+            .all(|c| c.is_ascii_digit())
+        {
+            Ok(())
+        } else {
+            Err("Enter the numeric primary account ID (shown in the Aliyun console).".into())
+        }
+    });
+    for key in ["endpoint", "control_endpoint"] {
+        check.check_if_set(key, |url| {
+            http::endpoint(url, "https://agentrun.example.internal").map(|_| ())
+        });
     }
-    let values = match normalized {
-        Ok(values) if errors.is_empty() => values,
-        _ => return Err(Error::ConfigInvalid { errors }),
-    };
-    let config: AliyunConfig = serde_json::from_value(Value::Object(values))
-        .map_err(|e| Error::Backend(format!("aliyun_codeinterpreter config: {e}")))?;
-    AliyunProvider::new(config)
+    AliyunProvider::new(check.finish()?)
 }
 
 #[cfg(test)]

@@ -5,10 +5,13 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::DockerProvider;
+use super::{DockerProvider, KIND};
 use crate::{
     model::schema::{ConfigSchema, FieldGroup, FieldKind, FieldSpec},
-    sandbox::{providers::fields, Error, SandboxProvider},
+    sandbox::{
+        providers::{config_check::ConfigCheck, fields},
+        Error, SandboxProvider,
+    },
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -71,10 +74,7 @@ impl DockerConfig {
 
 pub fn schema() -> ConfigSchema {
     let d = DockerConfig::default();
-    let integer = |min: i64, max: i64| FieldKind::Integer {
-        min: Some(min),
-        max: Some(max),
-    };
+    let integer = fields::integer;
     let [max_artifacts, max_artifact_bytes] = fields::artifacts(
         d.max_artifacts,
         d.max_artifact_bytes,
@@ -173,53 +173,26 @@ pub fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error
 
 /// [`build`], keeping the concrete type (tests and diagnostics read its pool).
 pub fn build_provider(raw: &Map<String, Value>) -> Result<DockerProvider, Error> {
-    let normalized = schema().normalize(raw);
-    let mut errors = normalized.as_ref().err().cloned().unwrap_or_default();
+    let mut check = ConfigCheck::new(KIND, &schema(), raw);
     // Text checks also run when another field failed the schema: the submitted value, or
     // the default when it was left out.
-    let defaults = schema().normalize(&Map::new()).unwrap_or_default();
-    let values = normalized.unwrap_or_default();
-    let text = |key: &str| {
-        let value = values
-            .get(key)
-            .or_else(|| raw.get(key))
-            .or_else(|| defaults.get(key));
-        value
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim()
-            .to_owned()
-    };
-    if !errors.contains_key("docker_host") {
-        if let Err(message) = check_host(&text("docker_host")) {
-            errors.insert("docker_host".into(), message);
-        }
-    }
+    check.check("docker_host", |c| check_host(&c.text("docker_host")));
     for key in ["python_image", "javascript_image"] {
-        if !errors.contains_key(key) {
-            if let Err(message) = check_image(&text(key)) {
-                errors.insert(key.into(), message);
-            }
-        }
+        check.check(key, |c| check_image(&c.text(key)));
     }
-    if !errors.contains_key("runtime") {
-        let runtime = text("runtime");
+    check.check("runtime", |c| {
+        let runtime = c.text("runtime");
         if runtime.is_empty()
             || !runtime
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         {
-            errors.insert(
-                "runtime".into(),
-                "Enter a runtime name such as runc or runsc (letters, digits, - _ .).".into(),
-            );
+            Err("Enter a runtime name such as runc or runsc (letters, digits, - _ .).".into())
+        } else {
+            Ok(())
         }
-    }
-    if !errors.is_empty() {
-        return Err(Error::ConfigInvalid { errors });
-    }
-    let config: DockerConfig = serde_json::from_value(Value::Object(values))
-        .map_err(|e| Error::Backend(format!("docker config: {e}")))?;
+    });
+    let config: DockerConfig = check.finish()?;
     if config.gvisor() && config.pids_limit < GVISOR_MIN_PIDS {
         return Err(Error::field(
             "pids_limit",

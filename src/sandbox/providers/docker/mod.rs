@@ -62,7 +62,7 @@ pub fn kind() -> ProviderKind {
 /// The provider's private errors, one per remote operation, turned into [`Error`] at the
 /// trait boundary.
 #[derive(Debug, thiserror::Error)]
-pub enum DockerError {
+enum DockerError {
     #[error("cannot reach dockerd at {host}: {source}")]
     Connect {
         host: String,
@@ -133,7 +133,7 @@ impl From<DockerError> for Error {
         if error.transport() {
             Error::Unreachable(error.to_string())
         } else {
-            Error::Backend(error.to_string())
+            Error::provider(KIND, error)
         }
     }
 }
@@ -182,7 +182,7 @@ impl Shared {
 
 /// Removes containers with our label whose owning process is gone (a console that crashed or
 /// was killed). Containers of live consoles on the same daemon are left alone.
-pub async fn sweep_stale(docker: &bollard::Docker) -> Result<usize, DockerError> {
+async fn sweep_stale(docker: &bollard::Docker) -> Result<usize, DockerError> {
     let mut removed = 0;
     for (id, owner, _pool) in engine::list_ours(docker).await? {
         if !owner_alive(&owner) && engine::remove(docker, &id).await {

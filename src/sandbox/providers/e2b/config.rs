@@ -5,11 +5,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::E2bProvider;
+use super::{E2bProvider, KIND};
 use crate::{
     model::schema::{ConfigSchema, FieldGroup, FieldKind, FieldSpec},
     sandbox::{
-        providers::{fields, http},
+        providers::{config_check::ConfigCheck, fields, http},
         Error, SandboxProvider,
     },
 };
@@ -67,10 +67,7 @@ impl std::fmt::Debug for E2bConfig {
 
 pub fn schema() -> ConfigSchema {
     let d = E2bConfig::default();
-    let integer = |min: i64, max: i64| FieldKind::Integer {
-        min: Some(min),
-        max: Some(max),
-    };
+    let integer = fields::integer;
     let [max_artifacts, max_artifact_bytes] = fields::artifacts(
         d.max_artifacts,
         d.max_artifact_bytes,
@@ -141,38 +138,20 @@ pub fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error
 /// Validates stored or submitted values and builds the provider: the schema's type checks,
 /// the domain and the override URLs, every bad field at once.
 pub fn build_provider(raw: &Map<String, Value>) -> Result<E2bProvider, Error> {
-    let normalized = schema().normalize(raw);
-    let mut errors = normalized.as_ref().err().cloned().unwrap_or_default();
-    let text = |key: &str| {
-        raw.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim()
-    };
+    let mut check = ConfigCheck::new(KIND, &schema(), raw);
     for key in ["api_url", "sandbox_url"] {
-        if !text(key).is_empty() && !errors.contains_key(key) {
-            if let Err(message) = http::endpoint(text(key), "https://api.e2b.example") {
-                errors.insert(key.into(), message);
-            }
+        check.check_if_set(key, |url| {
+            http::endpoint(url, "https://api.e2b.example").map(|_| ())
+        });
+    }
+    check.check_if_set("domain", |domain| {
+        if domain.contains("://") || domain.contains('/') || domain.contains(char::is_whitespace) {
+            Err("Enter a domain name only, e.g. e2b.app.".into())
+        } else {
+            Ok(())
         }
-    }
-    let domain = text("domain");
-    if !errors.contains_key("domain")
-        && !domain.is_empty()
-        && (domain.contains("://") || domain.contains('/') || domain.contains(char::is_whitespace))
-    {
-        errors.insert(
-            "domain".into(),
-            "Enter a domain name only, e.g. e2b.app.".into(),
-        );
-    }
-    let values = match normalized {
-        Ok(values) if errors.is_empty() => values,
-        _ => return Err(Error::ConfigInvalid { errors }),
-    };
-    let config: E2bConfig = serde_json::from_value(Value::Object(values))
-        .map_err(|e| Error::Backend(format!("e2b config: {e}")))?;
-    E2bProvider::new(config)
+    });
+    E2bProvider::new(check.finish()?)
 }
 
 #[cfg(test)]

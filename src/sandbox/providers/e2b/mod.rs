@@ -3,6 +3,7 @@
 //! newline-delimited JSON back, `DELETE /sandboxes/{id}` removes it. See README.md here.
 
 mod config;
+mod error;
 mod stream;
 
 use std::{
@@ -19,6 +20,7 @@ use url::Url;
 
 pub use config::{build, build_provider, schema, E2bConfig};
 
+use self::error::E2bError;
 use crate::{
     model::{
         execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
@@ -116,8 +118,11 @@ impl E2bProvider {
             ),
         };
         Ok(E2bProvider {
-            client: http::client(Duration::from_secs(config.request_timeout_secs.into()))?,
-            stream_client: http::client(Duration::from_secs(24 * 3600))?,
+            client: http::client(
+                KIND,
+                Duration::from_secs(config.request_timeout_secs.into()),
+            )?,
+            stream_client: http::client(KIND, Duration::from_secs(24 * 3600))?,
             api,
             sandbox_url,
             config,
@@ -164,11 +169,12 @@ impl E2bProvider {
             StatusCode::TOO_MANY_REQUESTS => Err(Error::PoolBusy {
                 retry_after: http::retry_after(&headers).unwrap_or(Duration::from_secs(5)),
             }),
-            _ => Err(Error::Backend(format!(
-                "E2B answered {what} with HTTP {}: {}",
-                status.as_u16(),
-                http::excerpt(&body)
-            ))),
+            _ => Err(E2bError::Api {
+                what: what.to_owned(),
+                status: status.as_u16(),
+                excerpt: http::excerpt(&body),
+            }
+            .into()),
         }
     }
 
@@ -276,12 +282,12 @@ impl SandboxProvider for E2bProvider {
             .await
             .map_err(|e| http::transport(what, &e, self.request_timeout()))?;
         let bytes = self.answer(what, response).await?;
-        let created: CreatedSandbox = serde_json::from_slice(&bytes).map_err(|_| {
-            Error::Backend(format!(
-                "E2B's answer to {what} is not a sandbox: {}",
-                http::excerpt(&bytes)
-            ))
-        })?;
+        let created: CreatedSandbox =
+            serde_json::from_slice(&bytes).map_err(|source| E2bError::NotASandbox {
+                what: what.to_owned(),
+                excerpt: http::excerpt(&bytes),
+                source,
+            })?;
         let session = Session {
             access_token: created.envd_access_token.filter(|t| !t.is_empty()),
             domain: created
@@ -312,7 +318,9 @@ impl SandboxProvider for E2bProvider {
             .expect("sessions lock")
             .get(&instance.id)
             .cloned()
-            .ok_or_else(|| Error::Backend(format!("no E2B sandbox {} is open", instance.id)))?;
+            .ok_or_else(|| E2bError::NotOpen {
+                id: instance.id.clone(),
+            })?;
         let timeout =
             Duration::from_secs(sandbox::timeout_secs(request, self.config.timeout_secs).into());
         let limits = self.limits();
@@ -356,17 +364,17 @@ impl SandboxProvider for E2bProvider {
                             http::excerpt(&text)
                         ))
                     }
-                    StatusCode::BAD_GATEWAY | StatusCode::NOT_FOUND => Error::Backend(format!(
-                        "the E2B sandbox {} is gone (HTTP {}; its timeout may have passed): {}",
-                        instance.id,
-                        status.as_u16(),
-                        http::excerpt(&text)
-                    )),
-                    _ => Error::Backend(format!(
-                        "E2B's code interpreter answered HTTP {}: {}",
-                        status.as_u16(),
-                        http::excerpt(&text)
-                    )),
+                    StatusCode::BAD_GATEWAY | StatusCode::NOT_FOUND => E2bError::Gone {
+                        id: instance.id.clone(),
+                        status: status.as_u16(),
+                        excerpt: http::excerpt(&text),
+                    }
+                    .into(),
+                    _ => E2bError::Interpreter {
+                        status: status.as_u16(),
+                        excerpt: http::excerpt(&text),
+                    }
+                    .into(),
                 });
             }
         };

@@ -64,12 +64,11 @@ impl Reader<'_> {
         if text.is_empty() {
             return Ok(());
         }
-        let event: Value = serde_json::from_str(text).map_err(|_| {
-            Error::Backend(format!(
-                "E2B's execution stream has a line that is not JSON: {}",
-                http::excerpt(line)
-            ))
-        })?;
+        let event: Value =
+            serde_json::from_str(text).map_err(|source| super::error::E2bError::StreamLine {
+                excerpt: http::excerpt(line),
+                source,
+            })?;
         let field = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or_default();
         match field("type") {
             "stdout" => self.stdout(field("text")),

@@ -5,10 +5,13 @@ use std::{os::unix::fs::PermissionsExt, path::Path, sync::Arc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::LocalProvider;
+use super::{LocalProvider, KIND};
 use crate::{
     model::schema::{ConfigSchema, FieldKind, FieldSpec},
-    sandbox::{providers::fields, Error, SandboxProvider},
+    sandbox::{
+        providers::{config_check::ConfigCheck, fields},
+        Error, SandboxProvider,
+    },
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -47,10 +50,7 @@ impl Default for LocalConfig {
 
 pub fn schema() -> ConfigSchema {
     let d = LocalConfig::default();
-    let integer = |min: i64, max: i64| FieldKind::Integer {
-        min: Some(min),
-        max: Some(max),
-    };
+    let integer = fields::integer;
     let [max_artifacts, max_artifact_bytes] = fields::artifacts(
         d.max_artifacts,
         d.max_artifact_bytes,
@@ -95,32 +95,18 @@ pub fn schema() -> ConfigSchema {
 /// Validates stored or submitted values and builds the provider. Reports every bad field at
 /// once: the schema's type checks and the interpreter paths.
 pub fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error> {
-    let normalized = schema().normalize(raw);
-    let mut errors = normalized.as_ref().err().cloned().unwrap_or_default();
+    let mut check = ConfigCheck::new(KIND, &schema(), raw);
     let defaults = LocalConfig::default();
     for (key, default) in [
         ("python_path", defaults.python_path),
         ("node_path", defaults.node_path),
     ] {
-        if errors.contains_key(key) {
-            continue;
-        }
-        let path = raw
-            .get(key)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|p| !p.is_empty());
-        if let Err(message) = check_executable(path.unwrap_or(&default)) {
-            errors.insert(key.to_owned(), message);
-        }
+        check.check(key, |c| {
+            let path = c.submitted(key);
+            check_executable(if path.is_empty() { &default } else { path })
+        });
     }
-    let values = match normalized {
-        Ok(values) if errors.is_empty() => values,
-        _ => return Err(Error::ConfigInvalid { errors }),
-    };
-    let config: LocalConfig = serde_json::from_value(Value::Object(values))
-        .map_err(|e| Error::Backend(format!("local config: {e}")))?;
-    Ok(Arc::new(LocalProvider::new(config)))
+    Ok(Arc::new(LocalProvider::new(check.finish()?)))
 }
 
 fn check_executable(path: &str) -> Result<(), String> {

@@ -2,6 +2,7 @@
 //! hakoniwa. See README.md in this folder for what isolates a run and how limits are reported.
 
 mod config;
+mod error;
 mod jail;
 
 use std::{sync::Arc, time::Duration};
@@ -13,6 +14,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 pub use config::{build, schema, LocalConfig};
 pub use jail::RawRun;
 
+use self::error::LocalError;
 use crate::{
     model::{
         execution::{ExecRequest, ExecutionResult, Language},
@@ -72,7 +74,7 @@ impl LocalProvider {
         let wait = Duration::from_secs(self.config.queue_wait_secs.into());
         match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Ok((permit, started.elapsed())),
-            Ok(Err(_closed)) => Err(Error::Backend("the run queue is closed".into())),
+            Ok(Err(_closed)) => Err(LocalError::QueueClosed.into()),
             // A run lasts at most the timeout; a slot frees up well before that on average.
             Err(_) => Err(Error::PoolBusy {
                 retry_after: Duration::from_secs(self.config.timeout_secs.clamp(1, 5).into()),
@@ -123,8 +125,8 @@ impl LocalProvider {
             jail::run(&config, &job, timeout, limits, watch)
         })
         .await
-        .map_err(|e| Error::Backend(format!("the run crashed: {e}")))?
-        .map_err(Error::Backend)
+        .map_err(LocalError::Crashed)?
+        .map_err(|message| LocalError::Jail(message).into())
     }
 }
 

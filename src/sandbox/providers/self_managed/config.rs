@@ -10,11 +10,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::SelfManagedProvider;
+use super::{SelfManagedProvider, KIND};
 use crate::{
     model::schema::{ConfigSchema, FieldGroup, FieldKind, FieldSpec},
     sandbox::{
-        providers::{fields, http},
+        providers::{config_check::ConfigCheck, fields, http},
         Error, SandboxProvider,
     },
 };
@@ -66,10 +66,7 @@ impl std::fmt::Debug for SelfManagedConfig {
 
 pub fn schema() -> ConfigSchema {
     let d = SelfManagedConfig::default();
-    let integer = |min: i64, max: i64| FieldKind::Integer {
-        min: Some(min),
-        max: Some(max),
-    };
+    let integer = fields::integer;
     ConfigSchema {
         fields: vec![
             FieldSpec::new("endpoint", FieldKind::String, "Executor Manager Endpoint")
@@ -126,24 +123,11 @@ pub fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error
 }
 
 pub fn build_provider(raw: &Map<String, Value>) -> Result<SelfManagedProvider, Error> {
-    let normalized = schema().normalize(raw);
-    let mut errors = normalized.as_ref().err().cloned().unwrap_or_default();
-    if !errors.contains_key("endpoint") {
-        let given = raw
-            .get("endpoint")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if let Err(message) = http::endpoint(given, EXAMPLE_ENDPOINT) {
-            errors.insert("endpoint".into(), message);
-        }
-    }
-    let values = match normalized {
-        Ok(values) if errors.is_empty() => values,
-        _ => return Err(Error::ConfigInvalid { errors }),
-    };
-    let config: SelfManagedConfig = serde_json::from_value(Value::Object(values))
-        .map_err(|e| Error::Backend(format!("self_managed config: {e}")))?;
-    SelfManagedProvider::new(config)
+    let mut check = ConfigCheck::new(KIND, &schema(), raw);
+    check.check("endpoint", |c| {
+        http::endpoint(c.submitted("endpoint"), EXAMPLE_ENDPOINT).map(|_| ())
+    });
+    SelfManagedProvider::new(check.finish()?)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! errors and rate limiting only. See README.md in this folder.
 
 mod config;
+mod error;
 
 use std::{
     sync::Arc,
@@ -21,6 +22,7 @@ use url::Url;
 
 pub use config::{build, build_provider, schema, SelfManagedConfig};
 
+use self::error::ExecutorError;
 use crate::{
     model::{
         execution::{ExecRequest, ExecStatus, ExecutionResult, Language, ReturnValue},
@@ -120,7 +122,7 @@ impl SelfManagedProvider {
         let endpoint = http::endpoint(&config.endpoint, config::EXAMPLE_ENDPOINT)
             .map_err(|message| Error::field("endpoint", message))?;
         Ok(SelfManagedProvider {
-            client: http::client(Duration::from_secs(config.timeout.into()))?,
+            client: http::client(KIND, Duration::from_secs(config.timeout.into()))?,
             endpoint,
             slots: (config.pool_size > 0)
                 .then(|| Arc::new(Semaphore::new(config.pool_size as usize))),
@@ -223,18 +225,17 @@ impl SelfManagedProvider {
                 )));
             }
             if !status.is_success() {
-                return Err(Error::Backend(format!(
-                    "the executor answered HTTP {}: {}",
-                    status.as_u16(),
-                    http::excerpt(&bytes)
-                )));
+                return Err(ExecutorError::Status {
+                    status: status.as_u16(),
+                    excerpt: http::excerpt(&bytes),
+                }
+                .into());
             }
-            let answer: RunAnswer = serde_json::from_slice(&bytes).map_err(|_| {
-                Error::Backend(format!(
-                    "the executor's answer is not a run result: {}",
-                    http::excerpt(&bytes)
-                ))
-            })?;
+            let answer: RunAnswer =
+                serde_json::from_slice(&bytes).map_err(|source| ExecutorError::NotARunResult {
+                    excerpt: http::excerpt(&bytes),
+                    source,
+                })?;
             // RAGFlow's executor answered a rate-limited request with HTTP 200 and -429.
             if answer.exit_code == Some(-429) {
                 if retries_left {
@@ -279,17 +280,16 @@ impl SelfManagedProvider {
                 // The executor's static analysis refused the code: the program's own failure.
                 -999 => (ExecStatus::ProgramError, Some(code)),
                 _ => {
-                    return Err(Error::Backend(format!(
-                        "the executor could not run the code (exit code {code}, {detail}): {}",
-                        http::excerpt(stderr.as_bytes())
-                    )))
+                    return Err(ExecutorError::CouldNotRun {
+                        code,
+                        detail,
+                        excerpt: http::excerpt(stderr.as_bytes()),
+                    }
+                    .into())
                 }
             },
             other => {
-                return Err(Error::Backend(format!(
-                    "the executor answered an unknown status {:?}",
-                    http::excerpt(other.as_bytes())
-                )))
+                return Err(ExecutorError::UnknownStatus(http::excerpt(other.as_bytes())).into())
             }
         };
         let cap = self.config.max_output_bytes as usize;

@@ -131,7 +131,7 @@ impl From<SandboxError> for ApiError {
                 "provider_failed",
                 "the sandbox provider refused the console's credentials; an admin must fix the sandbox settings",
             ),
-            SandboxError::Backend(_) => Self::new(
+            SandboxError::Backend(_) | SandboxError::Provider { .. } => Self::new(
                 StatusCode::BAD_GATEWAY,
                 "provider_failed",
                 "the sandbox provider failed to run the code",
