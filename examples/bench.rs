@@ -21,7 +21,11 @@ use sandbox_console::{
     sandbox::{providers, registry::ProviderKind, Error, Instance, SandboxProvider},
     server::{
         config::Config,
-        db::{api_key, execution::Caller, system_setting::Expected},
+        db::{
+            api_key,
+            execution::{Caller, Source},
+            system_setting::Expected,
+        },
         startup::Application,
     },
 };
@@ -288,7 +292,7 @@ async fn main() -> anyhow::Result<()> {
     .key;
     tokio::spawn(app.run_until_stopped());
     let client = reqwest::Client::builder().cookie_store(true).build()?;
-    let caller = Caller::api_key("bench", "rest");
+    let caller = Caller::api_key("bench", Source::Rest);
     let python = ExecRequest {
         language: Language::Python,
         code: "def main():\n    return 1\n".into(),

@@ -124,12 +124,12 @@ async fn main() -> anyhow::Result<()> {
     let app = Application::build_with_registry(config, providers::registry()).await?;
     let base = format!("http://{}", app.local_addr());
     let pool = app.state().pool.clone();
-    let caller = Caller::admin("soak", "cli");
+    let caller = Caller::cli("soak");
     let admin = api_key::create(
         &pool,
         "soak-admin",
         &[sandbox_console::model::api_key::Scope::Admin],
-        &caller.actor(),
+        caller.actor().as_str(),
     )
     .await?
     .key;
@@ -137,7 +137,7 @@ async fn main() -> anyhow::Result<()> {
         &pool,
         "soak-agent",
         &[sandbox_console::model::api_key::Scope::Execute],
-        &caller.actor(),
+        caller.actor().as_str(),
     )
     .await?
     .key;

@@ -32,8 +32,9 @@ impl HistoryFilter {
     }
 }
 
-/// One run in the list.
+/// One run in the list (also the row the history queries read).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct ExecutionSummary {
     pub id: i64,
     pub created_at: String,

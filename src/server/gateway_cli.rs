@@ -52,13 +52,10 @@ async fn service(config: &Config) -> anyhow::Result<SandboxService> {
 
 /// Who the history and the audit name for what is done from the shell.
 fn shell_caller() -> Caller {
-    Caller {
-        name: std::env::var("SUDO_USER")
-            .or_else(|_| std::env::var("USER"))
-            .unwrap_or_else(|_| "cli".into()),
-        kind: "cli",
-        source: "cli",
-    }
+    let name = std::env::var("SUDO_USER")
+        .or_else(|_| std::env::var("USER"))
+        .unwrap_or_else(|_| "cli".into());
+    Caller::cli(&name)
 }
 
 /// The database for a command that only reads: `None` (and a note) when there is none yet.
@@ -211,7 +208,7 @@ pub async fn configure(
         };
         values.insert(field.key.clone(), value);
     }
-    let actor = shell_caller().actor();
+    let actor = shell_caller().actor().to_string();
     match service
         .save(&actor, kind, values, Expected::Any, activate)
         .await?
@@ -403,7 +400,7 @@ pub async fn api_key(config: &Config, action: ApiKeyAction) -> anyhow::Result<i3
         return Ok(exit::OK);
     }
     let pool = open_database(config).await?;
-    let actor = shell_caller().actor();
+    let actor = shell_caller().actor().to_string();
     let code = match action {
         ApiKeyAction::Create { name, scope } => {
             let name = crate::model::api_key::check_name(&name).map_err(anyhow::Error::msg)?;

@@ -22,15 +22,25 @@ pub async fn settings(pool: &SqlitePool) -> Result<HistorySettings, SettingError
         .unwrap_or_default())
 }
 
-/// Saves checked settings (recorded in the settings audit) and applies the retention at once.
-pub async fn save(
-    pool: &SqlitePool,
-    actor: &str,
-    new: &HistorySettings,
-) -> Result<Result<(), String>, SettingError> {
-    if let Err(message) = new.check() {
-        return Ok(Err(message));
+/// Why history settings were not saved.
+#[derive(Debug, thiserror::Error)]
+pub enum SaveError {
+    /// Values out of range: a message for the admin.
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Setting(#[from] SettingError),
+}
+
+impl From<sqlx::Error> for SaveError {
+    fn from(error: sqlx::Error) -> Self {
+        SaveError::Setting(error.into())
     }
+}
+
+/// Saves checked settings (recorded in the settings audit) and applies the retention at once.
+pub async fn save(pool: &SqlitePool, actor: &str, new: &HistorySettings) -> Result<(), SaveError> {
+    new.check().map_err(SaveError::Invalid)?;
     // The setting and its audit row together, or neither. IMMEDIATE: it reads first, and a
     // read transaction cannot always become a write one while others write.
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
@@ -56,7 +66,7 @@ pub async fn save(
     settings_audit::record(&mut *tx, actor, SETTING, None, "save", &changed).await?;
     tx.commit().await?;
     execution::enforce_retention(pool, new.retention_days, new.max_rows).await?;
-    Ok(Ok(()))
+    Ok(())
 }
 
 /// `text` cut to at most `max` bytes, on a character boundary.

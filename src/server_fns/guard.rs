@@ -4,7 +4,11 @@ use axum::http::{request::Parts, StatusCode};
 use leptos::prelude::use_context;
 use leptos_axum::ResponseOptions;
 
-use crate::{model::admin::AdminInfo, server_fns::error::AppError};
+use crate::{
+    model::admin::AdminInfo,
+    server::flash::{self, Flash},
+    server_fns::error::AppError,
+};
 
 /// Returns the signed-in admin that the auth gate attached to this request, or answers 401.
 ///
@@ -54,35 +58,21 @@ pub(crate) fn plain_form() -> bool {
         .unwrap_or(false)
 }
 
-/// Session key of the sandbox page's one-time outcome.
-pub(crate) const SANDBOX_FLASH: &str = "sandbox_flash";
-
-/// Session key of the history page's one-time outcome.
-pub(crate) const HISTORY_FLASH: &str = "history_flash";
-
-/// Session key of the API-keys page's one-time outcome.
-pub(crate) const API_KEY_FLASH: &str = "api_key_flash";
-
-/// Stores the sandbox page's `flash` for its next view and redirects a plain form post.
-pub(crate) async fn flash_and_redirect(
-    flash: crate::model::settings::SandboxFlash,
-    target: &str,
-) -> Result<(), AppError> {
-    flash_to(SANDBOX_FLASH, &flash, target).await
-}
-
-/// Stores `flash` under `key` for the next page view and redirects to `target`.
-pub(crate) async fn flash_to<T: serde::Serialize>(
-    key: &str,
-    flash: &T,
-    target: &str,
-) -> Result<(), AppError> {
+/// Stores `flash` for the next view of its page and redirects a plain form post to `target`.
+pub(crate) async fn flash_to<T: Flash>(flash: &T, target: &str) -> Result<(), AppError> {
     let session = leptos_axum::extract::<tower_sessions::Session>()
         .await
         .map_err(internal)?;
-    crate::server::flash::put(&session, key, flash)
-        .await
-        .map_err(internal)?;
+    flash::put(&session, flash).await.map_err(internal)?;
     leptos_axum::redirect(target);
     Ok(())
+}
+
+/// The signed-in admin's one-time outcome of type `T`, taken (so removed) from the session.
+pub(crate) async fn take_flash<T: Flash>() -> Result<Option<T>, AppError> {
+    require_admin().await?;
+    let session = leptos_axum::extract::<tower_sessions::Session>()
+        .await
+        .map_err(internal)?;
+    flash::take(&session).await.map_err(internal)
 }

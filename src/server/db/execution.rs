@@ -10,36 +10,113 @@ use crate::model::history::{ExecutionDetail, ExecutionSummary, HistoryFilter};
 pub struct Caller {
     /// The admin's username, the API key's name, or the local user of the CLI.
     pub name: String,
-    /// `admin`, `api_key` or `cli`.
-    pub kind: &'static str,
-    /// `trial`, `test_connection`, `rest`, `run` (RAGFlow) or `cli`.
-    pub source: &'static str,
+    pub kind: CallerKind,
+    pub source: Source,
+}
+
+/// What kind of caller: stored in `execution.caller_kind`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallerKind {
+    Admin,
+    ApiKey,
+    Cli,
+}
+
+/// The door a run or a change came through: stored in `execution.source`, and a metric
+/// label (a fixed set).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The settings page's trial run.
+    Trial,
+    /// Test connection, from the page or RAGFlow's admin API.
+    TestConnection,
+    /// `POST /api/v1/execute`.
+    Rest,
+    /// RAGFlow's `/run`.
+    Run,
+    /// The command line.
+    Cli,
+    /// RAGFlow's admin API.
+    Admin,
+}
+
+impl CallerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallerKind::Admin => "admin",
+            CallerKind::ApiKey => "api_key",
+            CallerKind::Cli => "cli",
+        }
+    }
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Trial => "trial",
+            Source::TestConnection => "test_connection",
+            Source::Rest => "rest",
+            Source::Run => "run",
+            Source::Cli => "cli",
+            Source::Admin => "admin",
+        }
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who the settings audit names for a change: `alice`, `api-key:<name>`, `cli:<user>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Actor(String);
+
+impl Actor {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Actor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 impl Caller {
-    pub fn admin(name: &str, source: &'static str) -> Self {
+    pub fn admin(name: &str, source: Source) -> Self {
         Caller {
             name: name.to_owned(),
-            kind: "admin",
+            kind: CallerKind::Admin,
             source,
         }
     }
 
-    pub fn api_key(name: &str, source: &'static str) -> Self {
+    pub fn api_key(name: &str, source: Source) -> Self {
         Caller {
             name: name.to_owned(),
-            kind: "api_key",
+            kind: CallerKind::ApiKey,
             source,
         }
     }
 
-    /// How the settings audit names this caller: `alice`, `api-key:<name>`, `cli:<user>`.
-    pub fn actor(&self) -> String {
-        match self.kind {
-            "api_key" => format!("api-key:{}", self.name),
-            "cli" => format!("cli:{}", self.name),
-            _ => self.name.clone(),
+    pub fn cli(name: &str) -> Self {
+        Caller {
+            name: name.to_owned(),
+            kind: CallerKind::Cli,
+            source: Source::Cli,
         }
+    }
+
+    /// How the settings audit names this caller.
+    pub fn actor(&self) -> Actor {
+        Actor(match self.kind {
+            CallerKind::ApiKey => format!("api-key:{}", self.name),
+            CallerKind::Cli => format!("cli:{}", self.name),
+            CallerKind::Admin => self.name.clone(),
+        })
     }
 }
 
@@ -102,8 +179,8 @@ pub async fn record(pool: &SqlitePool, run: &NewExecution<'_>) -> Result<i64, sq
          values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning id",
     )
     .bind(&run.caller.name)
-    .bind(run.caller.kind)
-    .bind(run.caller.source)
+    .bind(run.caller.kind.as_str())
+    .bind(run.caller.source.as_str())
     .bind(run.provider)
     .bind(run.language)
     .bind(run.status)
@@ -136,39 +213,13 @@ pub async fn recent(pool: &SqlitePool, limit: i64) -> Result<Vec<ExecutionRow>, 
 const SUMMARY: &str = "id, created_at, caller, caller_kind, source, provider, language, status, \
                        exit_code, duration_ms, input_bytes, output_bytes";
 
-#[derive(sqlx::FromRow)]
-struct SummaryRow {
-    id: i64,
-    created_at: String,
-    caller: String,
-    caller_kind: String,
-    source: String,
-    provider: String,
-    language: String,
-    status: String,
-    exit_code: Option<i64>,
-    duration_ms: i64,
-    input_bytes: i64,
-    output_bytes: i64,
-}
-
-impl From<SummaryRow> for ExecutionSummary {
-    fn from(r: SummaryRow) -> Self {
-        ExecutionSummary {
-            id: r.id,
-            created_at: r.created_at,
-            caller: r.caller,
-            caller_kind: r.caller_kind,
-            source: r.source,
-            provider: r.provider,
-            language: r.language,
-            status: r.status,
-            exit_code: r.exit_code,
-            duration_ms: r.duration_ms,
-            input_bytes: r.input_bytes,
-            output_bytes: r.output_bytes,
-        }
-    }
+/// Why a history query gave no rows: a filter the admin must fix, or the database.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("{0}")]
+    BadFilter(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
 }
 
 /// `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM[:SS]` (a space for the `T` is fine), normalised.
@@ -223,36 +274,27 @@ fn conditions(filter: &HistoryFilter) -> Result<(String, Vec<String>), String> {
 }
 
 /// How many runs match `filter`. `Err(message)` for a bad filter.
-pub async fn count(
-    pool: &SqlitePool,
-    filter: &HistoryFilter,
-) -> Result<Result<i64, String>, sqlx::Error> {
-    let (clause, binds) = match conditions(filter) {
-        Ok(parts) => parts,
-        Err(message) => return Ok(Err(message)),
-    };
+pub async fn count(pool: &SqlitePool, filter: &HistoryFilter) -> Result<i64, QueryError> {
+    let (clause, binds) = conditions(filter).map_err(QueryError::BadFilter)?;
     let sql = format!("select count(*) from execution where {clause}");
     let mut count = sqlx::query_scalar::<_, i64>(&sql);
     for bind in &binds {
         count = count.bind(bind);
     }
-    Ok(Ok(count.fetch_one(pool).await?))
+    Ok(count.fetch_one(pool).await?)
 }
 
-/// Runs matching `filter`, newest first. `Err(message)` for a bad filter.
+/// Runs matching `filter`, newest first.
 pub async fn search(
     pool: &SqlitePool,
     filter: &HistoryFilter,
     limit: u32,
     offset: u64,
-) -> Result<Result<Vec<ExecutionSummary>, String>, sqlx::Error> {
-    let (clause, binds) = match conditions(filter) {
-        Ok(parts) => parts,
-        Err(message) => return Ok(Err(message)),
-    };
+) -> Result<Vec<ExecutionSummary>, QueryError> {
+    let (clause, binds) = conditions(filter).map_err(QueryError::BadFilter)?;
     let sql =
         format!("select {SUMMARY} from execution where {clause} order by id desc limit ? offset ?");
-    let mut rows = sqlx::query_as::<_, SummaryRow>(&sql);
+    let mut rows = sqlx::query_as::<_, ExecutionSummary>(&sql);
     for bind in &binds {
         rows = rows.bind(bind);
     }
@@ -261,7 +303,7 @@ pub async fn search(
         .bind(offset as i64)
         .fetch_all(pool)
         .await?;
-    Ok(Ok(rows.into_iter().map(Into::into).collect()))
+    Ok(rows)
 }
 
 pub async fn detail(pool: &SqlitePool, id: i64) -> Result<Option<ExecutionDetail>, sqlx::Error> {
@@ -273,7 +315,7 @@ pub async fn detail(pool: &SqlitePool, id: i64) -> Result<Option<ExecutionDetail
         stdout: Option<String>,
         stderr: Option<String>,
     }
-    let summary: Option<SummaryRow> =
+    let summary: Option<ExecutionSummary> =
         sqlx::query_as(&format!("select {SUMMARY} from execution where id = ?"))
             .bind(id)
             .fetch_optional(pool)
@@ -288,7 +330,7 @@ pub async fn detail(pool: &SqlitePool, id: i64) -> Result<Option<ExecutionDetail
     .fetch_one(pool)
     .await?;
     Ok(Some(ExecutionDetail {
-        summary: summary.into(),
+        summary,
         code_sha256: extra.code_sha256,
         error: extra.error,
         code: extra.code,
@@ -387,13 +429,12 @@ pub async fn recent_failures(
     pool: &SqlitePool,
     limit: u32,
 ) -> Result<Vec<ExecutionSummary>, sqlx::Error> {
-    let rows: Vec<SummaryRow> = sqlx::query_as(&format!(
+    sqlx::query_as(&format!(
         "select {SUMMARY} from execution where status != 'success' order by id desc limit ?"
     ))
     .bind(i64::from(limit))
     .fetch_all(pool)
-    .await?;
-    Ok(rows.into_iter().map(Into::into).collect())
+    .await
 }
 
 #[cfg(test)]
@@ -425,7 +466,7 @@ mod tests {
     }
 
     async fn insert(pool: &SqlitePool, provider: &str, status: &str, duration_ms: u64) {
-        let caller = Caller::admin("admin", "trial");
+        let caller = Caller::admin("admin", Source::Trial);
         let row = NewExecution {
             caller: &caller,
             provider,

@@ -51,9 +51,11 @@ async fn export(
         ("application/json", "json")
     };
     let rows = match execution::search(&state.pool, &filter, EXPORT_LIMIT, 0).await {
-        Ok(Ok(rows)) => rows,
-        Ok(Err(message)) => return (StatusCode::BAD_REQUEST, message).into_response(),
-        Err(error) => {
+        Ok(rows) => rows,
+        Err(execution::QueryError::BadFilter(message)) => {
+            return (StatusCode::BAD_REQUEST, message).into_response()
+        }
+        Err(execution::QueryError::Database(error)) => {
             tracing::error!(%error, "history export failed");
             return StatusCode::INTERNAL_SERVER_ERROR.into_response();
         }

@@ -2,7 +2,13 @@
 //! outer deadline, handed over to the provider that replaced a retired one, and recorded
 //! (history row and metrics) in that task whatever the caller does.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
@@ -15,6 +21,13 @@ use crate::{
         history,
     },
 };
+
+/// A number for each run this process starts, so one run can be followed through the log
+/// (its span carries it into the provider's own lines).
+fn next_run_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
 
 /// Runs in flight: each in a task of its own that outlives the request that asked for it,
 /// tracked so a shutdown can wait for them, and cancelled (their sandboxes killed by the
@@ -30,7 +43,13 @@ impl SandboxService {
     /// must meet [`ExecRequest::check`], whoever sends it. The run happens in a task of its
     /// own: a caller that stops waiting (a client that hung up) changes nothing about its
     /// limits, its history row or its metrics.
-    #[tracing::instrument(skip_all, fields(caller = %caller.name, source = %caller.source, language = %request.language))]
+    #[tracing::instrument(name = "run", skip_all, fields(
+        id = next_run_id(),
+        caller = %caller.name,
+        source = %caller.source,
+        language = %request.language,
+        provider = tracing::field::Empty,
+    ))]
     pub async fn execute(
         self: &Arc<Self>,
         request: &ExecRequest,
@@ -64,6 +83,7 @@ impl SandboxService {
         let mut deadline = None;
         let (kind, outcome) = loop {
             let (kind, provider) = self.active().ok_or(SandboxError::NoActiveProvider)?;
+            tracing::Span::current().record("provider", kind.as_str());
             if !provider.languages().contains(&request.language) {
                 return Err(SandboxError::Unsupported(request.language));
             }
@@ -188,7 +208,7 @@ impl SandboxService {
             metrics.execution(
                 kind,
                 status,
-                caller.source,
+                caller.source.as_str(),
                 ran.map(|r| r.wall_time_ms),
                 ran.and_then(|r| r.queue_wait_ms),
             );

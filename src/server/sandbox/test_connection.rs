@@ -48,7 +48,7 @@ impl SandboxService {
         ]);
         settings_audit::record_event(
             &self.pool,
-            &caller.actor(),
+            caller.actor().as_str(),
             &setting_name(kind),
             Some(kind),
             "test_connection",

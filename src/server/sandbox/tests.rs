@@ -18,7 +18,12 @@ use crate::{
         Error as SandboxError, Instance, SandboxProvider,
     },
     server::{
-        db::{self, execution::Caller, settings_audit, system_setting::Expected},
+        db::{
+            self,
+            execution::{Caller, Source},
+            settings_audit,
+            system_setting::Expected,
+        },
         secrets::SecretBox,
     },
 };
@@ -271,7 +276,7 @@ async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
         .test_connection(
             "vault",
             form("https://c", ""),
-            &Caller::admin("admin", "test_connection"),
+            &Caller::admin("admin", Source::TestConnection),
         )
         .await
         .unwrap();

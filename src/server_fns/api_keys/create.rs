@@ -14,7 +14,7 @@ pub async fn create_api_key(
     use crate::{
         model::api_key::{check_name, ApiKeyFlash, Scope},
         server::db::api_key::{self, KeyError},
-        server_fns::guard::{flash_to, internal, plain_form, reject, API_KEY_FLASH},
+        server_fns::guard::{flash_to, internal, plain_form, reject},
     };
 
     let signed_in = crate::server_fns::require_admin().await?;
@@ -53,7 +53,7 @@ pub async fn create_api_key(
                 scopes,
             },
         };
-        flash_to(API_KEY_FLASH, &flash, super::PAGE).await?;
+        flash_to(&flash, super::PAGE).await?;
         // The redirect stands; the page shows the outcome from the session.
         return outcome.map_err(AppError::BadRequest);
     }

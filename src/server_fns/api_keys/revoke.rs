@@ -7,7 +7,7 @@ use crate::{model::api_key::ApiKeyInfo, server_fns::error::AppError};
 pub async fn revoke_api_key(id: String) -> Result<ApiKeyInfo, AppError> {
     use crate::{
         model::api_key::ApiKeyFlash,
-        server_fns::guard::{flash_to, internal, plain_form, reject, API_KEY_FLASH},
+        server_fns::guard::{flash_to, internal, plain_form, reject},
     };
 
     crate::server_fns::require_admin().await?;
@@ -31,7 +31,7 @@ pub async fn revoke_api_key(id: String) -> Result<ApiKeyInfo, AppError> {
                 scopes: vec![],
             },
         };
-        flash_to(API_KEY_FLASH, &flash, super::PAGE).await?;
+        flash_to(&flash, super::PAGE).await?;
         return revoked.map_err(AppError::BadRequest);
     }
     revoked.map_err(|message| reject(AppError::BadRequest(message)))

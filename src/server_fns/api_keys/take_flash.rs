@@ -5,15 +5,9 @@ use crate::{model::api_key::ApiKeyFlash, server_fns::error::AppError};
 /// The outcome of the last plain form post on the API-keys page, once.
 #[server(prefix = "/rpc", endpoint = "take_api_key_flash")]
 pub async fn take_api_key_flash() -> Result<Option<ApiKeyFlash>, AppError> {
-    use crate::server_fns::guard::{internal, API_KEY_FLASH};
+    use crate::server_fns::guard::{internal, take_flash};
 
-    crate::server_fns::require_admin().await?;
-    let session = leptos_axum::extract::<tower_sessions::Session>()
-        .await
-        .map_err(internal)?;
-    let flash = crate::server::flash::take(&session, API_KEY_FLASH)
-        .await
-        .map_err(internal)?;
+    let flash = take_flash().await?;
     // A created key is stored sealed (see create_api_key); it is opened only for this view.
     match flash {
         Some(ApiKeyFlash::Created(mut created)) => {

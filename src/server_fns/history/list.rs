@@ -19,19 +19,20 @@ pub async fn execution_history(
     };
 
     crate::server_fns::require_admin().await?;
+    // A filter the admin must fix is a 400 with its message; anything else is internal.
+    let refused = |error: execution::QueryError| match error {
+        execution::QueryError::BadFilter(message) => reject(AppError::BadRequest(message)),
+        execution::QueryError::Database(error) => internal(error),
+    };
     let state = expect_context::<crate::server::state::AppState>();
     let pool = &state.pool;
-    let total = execution::count(pool, &filter)
-        .await
-        .map_err(internal)?
-        .map_err(|message| reject(AppError::BadRequest(message)))?;
+    let total = execution::count(pool, &filter).await.map_err(refused)?;
     let pages = crate::model::page_count(total, PAGE_SIZE);
     let page = page.clamp(1, pages);
     let offset = u64::from(page - 1) * u64::from(PAGE_SIZE);
     let entries = execution::search(pool, &filter, PAGE_SIZE, offset)
         .await
-        .map_err(internal)?
-        .map_err(|message| reject(AppError::BadRequest(message)))?;
+        .map_err(refused)?;
     Ok(HistoryPage {
         entries,
         filter,

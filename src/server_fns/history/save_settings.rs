@@ -13,7 +13,7 @@ pub async fn save_history_settings(
 ) -> Result<HistorySettings, AppError> {
     use crate::{
         model::history::HistoryFlash,
-        server_fns::guard::{flash_to, internal, plain_form, reject, HISTORY_FLASH},
+        server_fns::guard::{flash_to, internal, plain_form, reject},
     };
 
     let admin = crate::server_fns::require_admin().await?;
@@ -32,10 +32,13 @@ pub async fn save_history_settings(
     })();
     let state = expect_context::<crate::server::state::AppState>();
     let outcome = match parsed {
-        Ok(settings) => crate::server::history::save(&state.pool, &admin.username, &settings)
-            .await
-            .map_err(internal)?
-            .map(|()| settings),
+        Ok(settings) => {
+            match crate::server::history::save(&state.pool, &admin.username, &settings).await {
+                Ok(()) => Ok(settings),
+                Err(crate::server::history::SaveError::Invalid(message)) => Err(message),
+                Err(error) => return Err(internal(error)),
+            }
+        }
         Err(message) => Err(message),
     };
     if plain_form() {
@@ -43,7 +46,7 @@ pub async fn save_history_settings(
             Ok(_) => HistoryFlash::Saved,
             Err(message) => HistoryFlash::Invalid(message.clone()),
         };
-        flash_to(HISTORY_FLASH, &flash, super::PAGE).await?;
+        flash_to(&flash, super::PAGE).await?;
         return outcome.map_err(AppError::BadRequest);
     }
     outcome.map_err(|message| reject(AppError::BadRequest(message)))

@@ -30,7 +30,7 @@ async fn flash_form_outcome(
     values: serde_json::Map<String, serde_json::Value>,
     outcome: crate::model::settings::FlashOutcome,
 ) -> Result<(), crate::server_fns::error::AppError> {
-    use crate::server_fns::guard::{flash_and_redirect, plain_form};
+    use crate::server_fns::guard::{flash_to, plain_form};
 
     if !plain_form() {
         return Ok(());
@@ -42,7 +42,7 @@ async fn flash_form_outcome(
         values,
         outcome,
     };
-    flash_and_redirect(flash, &page_url(kind)).await
+    flash_to(&flash, &page_url(kind)).await
 }
 
 /// The sandbox-settings page, showing `kind`'s form.

@@ -13,7 +13,7 @@ pub async fn run_trial(
 ) -> Result<ExecutionResult, AppError> {
     use crate::{
         model::settings::{FlashOutcome, SandboxFlash, TrialInput},
-        server_fns::guard::{flash_and_redirect, plain_form, reject},
+        server_fns::guard::{flash_to, plain_form, reject},
     };
 
     let admin = crate::server_fns::require_admin().await?;
@@ -51,7 +51,7 @@ pub async fn run_trial(
             values: Default::default(),
             outcome,
         };
-        flash_and_redirect(flash, &format!("{}#trial", super::page_url(&kind))).await?;
+        flash_to(&flash, &format!("{}#trial", super::page_url(&kind))).await?;
         // The redirect's 302 must stand: the page shows the error from the session.
         return result;
     }
@@ -65,7 +65,7 @@ async fn run(
 ) -> Result<ExecutionResult, AppError> {
     use crate::{
         model::execution::{ExecRequest, RequestProblem, MAX_CODE_BYTES, MAX_TIMEOUT_SECS},
-        server::db::execution::Caller,
+        server::db::execution::{Caller, Source},
     };
 
     let bad = |message: String| AppError::BadRequest(message);
@@ -109,7 +109,7 @@ async fn run(
     })?;
     state
         .sandbox
-        .execute(&request, &Caller::admin(admin, "trial"))
+        .execute(&request, &Caller::admin(admin, Source::Trial))
         .await
         .map(|run| run.into_shown())
         .map_err(|e| AppError::Provider(e.to_string()))

@@ -20,7 +20,10 @@ pub async fn test_sandbox_connection(
         .test_connection(
             &kind,
             values.clone(),
-            &crate::server::db::execution::Caller::admin(&admin.username, "test_connection"),
+            &crate::server::db::execution::Caller::admin(
+                &admin.username,
+                crate::server::db::execution::Source::TestConnection,
+            ),
         )
         .await
         .map_err(internal)?;

@@ -3,6 +3,7 @@
 
 mod config;
 mod engine;
+mod error;
 mod pool;
 
 use std::{sync::Arc, time::Duration};
@@ -14,6 +15,7 @@ use tokio::sync::OnceCell;
 pub use config::{build, build_provider, schema, DockerConfig, GVISOR_MIN_PIDS};
 pub use engine::{owner_alive, LABEL_MANAGED, LABEL_OWNER, LABEL_POOL};
 
+use self::error::DockerError;
 use crate::{
     model::{
         execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
@@ -56,85 +58,6 @@ pub fn kind() -> ProviderKind {
         info,
         schema,
         build,
-    }
-}
-
-/// The provider's private errors, one per remote operation, turned into [`Error`] at the
-/// trait boundary.
-#[derive(Debug, thiserror::Error)]
-enum DockerError {
-    #[error("cannot reach dockerd at {host}: {source}")]
-    Connect {
-        host: String,
-        source: bollard::errors::Error,
-    },
-    #[error(
-        "image {image:?} is not on the Docker host: build it with `make runtime-image`, or pull or load it"
-    )]
-    ImageMissing { image: String },
-    #[error("creating a container from {image:?}: {source}")]
-    CreateContainer {
-        image: String,
-        source: bollard::errors::Error,
-    },
-    #[error("starting a container from {image:?} with runtime {runtime:?}: {source}")]
-    StartContainer {
-        image: String,
-        runtime: String,
-        source: bollard::errors::Error,
-    },
-    #[error("running the program in container {}: {source}", short(id))]
-    Exec {
-        id: String,
-        source: bollard::errors::Error,
-    },
-    #[error("dockerd: {0}")]
-    Daemon(bollard::errors::Error),
-    #[error("{0}")]
-    Protocol(String),
-}
-
-impl DockerError {
-    /// The container is gone or stopped (killed behind our back, dockerd restarted).
-    fn container_gone(&self) -> bool {
-        matches!(
-            self,
-            DockerError::Exec {
-                source: bollard::errors::Error::DockerResponseServerError {
-                    status_code: 404 | 409,
-                    ..
-                },
-                ..
-            }
-        )
-    }
-
-    /// The daemon did not answer at all (not an error answer from it).
-    fn transport(&self) -> bool {
-        let source = match self {
-            DockerError::Connect { .. } => return true,
-            DockerError::Exec { source, .. }
-            | DockerError::Daemon(source)
-            | DockerError::CreateContainer { source, .. }
-            | DockerError::StartContainer { source, .. } => source,
-            _ => return false,
-        };
-        !matches!(
-            source,
-            bollard::errors::Error::DockerResponseServerError { .. }
-                | bollard::errors::Error::JsonDataError { .. }
-                | bollard::errors::Error::JsonSerdeError { .. }
-        )
-    }
-}
-
-impl From<DockerError> for Error {
-    fn from(error: DockerError) -> Self {
-        if error.transport() {
-            Error::Unreachable(error.to_string())
-        } else {
-            Error::provider(KIND, error)
-        }
     }
 }
 

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use axum::{
-    extract::rejection::BytesRejection,
+    extract::{rejection::BytesRejection, Request},
     http::{header, HeaderValue, StatusCode},
+    middleware::Next,
     response::{IntoResponse, Response},
     Json,
 };
@@ -159,17 +160,40 @@ impl From<SandboxError> for ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        if self.status.is_server_error() {
+/// What a failed answer leaves for [`log_failures`]: the kind and the internal detail that
+/// the body never carries.
+#[derive(Clone, Debug)]
+struct Failure {
+    kind: &'static str,
+    detail: String,
+}
+
+/// Logs each API answer that failed on the server's side, once, inside the request's span.
+pub async fn log_failures(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    if response.status().is_server_error() {
+        if let Some(failure) = response.extensions().get::<Failure>() {
             tracing::error!(
-                kind = self.kind,
-                detail = self.detail.as_deref().unwrap_or(""),
+                kind = failure.kind,
+                detail = %failure.detail,
+                status = response.status().as_u16(),
                 "API request failed"
             );
         }
+    }
+    response
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
         let body = json!({ "error": { "kind": self.kind, "message": self.message } });
         let mut response = (self.status, Json(body)).into_response();
+        if self.status.is_server_error() {
+            response.extensions_mut().insert(Failure {
+                kind: self.kind,
+                detail: self.detail.unwrap_or_default(),
+            });
+        }
         if let Some(wait) = self.retry_after {
             let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
             response.headers_mut().insert(

@@ -16,7 +16,10 @@ use crate::{
         api_key::Scope,
         execution::{ExecRequest, Language, RequestProblem, Run, MAX_CODE_BYTES},
     },
-    server::{db::execution::Caller, state::AppState},
+    server::{
+        db::execution::{Caller, Source},
+        state::AppState,
+    },
 };
 
 /// A program to run. Python's `main(**arguments)` or JavaScript's `main(arguments)` is called
@@ -154,6 +157,7 @@ pub fn parse_request(body: &[u8]) -> Result<ExecRequest, ApiError> {
         (status = 504, description = "The provider itself did not answer in time", body = super::error::ErrorBody),
     )
 )]
+#[tracing::instrument(name = "POST /api/v1/execute", skip_all)]
 pub async fn execute(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -164,7 +168,7 @@ pub async fn execute(
     let request = parse_request(&body)?;
     let run = state
         .sandbox
-        .execute(&request, &Caller::api_key(&key.name, "rest"))
+        .execute(&request, &Caller::api_key(&key.name, Source::Rest))
         .await?;
     Ok(Json(run.into()))
 }

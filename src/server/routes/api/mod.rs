@@ -79,7 +79,8 @@ pub fn routes(max_body_bytes: usize) -> (Router<AppState>, utoipa::openapi::Open
         .split_for_parts();
     let router = router
         .layer(Extension(Arc::new(openapi.clone())))
-        .layer(DefaultBodyLimit::max(max_body_bytes));
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(axum::middleware::from_fn(error::log_failures));
     (router, openapi)
 }
 

@@ -19,7 +19,10 @@ use crate::{
         schema::{ConfigSchema, FieldErrors, FieldKind, FORM_ERROR},
         settings::SaveOutcome,
     },
-    server::{db::execution::Caller, state::AppState},
+    server::{
+        db::execution::{Caller, Source},
+        state::AppState,
+    },
 };
 
 /// RAGFlow's success envelope.
@@ -76,7 +79,7 @@ fn refused(refusal: Refusal) -> Failure {
 async fn admin_key(
     state: &AppState,
     headers: &HeaderMap,
-    source: &'static str,
+    source: Source,
 ) -> Result<Caller, Failure> {
     state
         .api_keys
@@ -220,7 +223,7 @@ pub async fn providers(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
-    admin_key(&state, &headers, "admin").await?;
+    admin_key(&state, &headers, Source::Admin).await?;
     let data: Vec<Value> = state
         .sandbox
         .provider_infos()
@@ -243,7 +246,7 @@ pub async fn schema(
     headers: HeaderMap,
     Path(provider_id): Path<String>,
 ) -> Result<Response, Failure> {
-    admin_key(&state, &headers, "admin").await?;
+    admin_key(&state, &headers, Source::Admin).await?;
     match state.sandbox.schema_of(&provider_id) {
         Some(schema) => Ok(success(ragflow_schema(&schema), "Success")),
         None => Err(failure(format!("Unknown provider: {provider_id}"), 400)),
@@ -258,7 +261,7 @@ pub async fn get_config(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
-    admin_key(&state, &headers, "admin").await?;
+    admin_key(&state, &headers, Source::Admin).await?;
     let result = async {
         let kind = state
             .sandbox
@@ -292,12 +295,16 @@ pub const REPLACED: &str = "Sandbox configuration updated successfully. The conf
     request_body(content = Object, description = "`{provider_type, config, set_active}`"),
     responses((status = 200, description = "`Sandbox configuration updated successfully`; `data`: `{provider_type, config}`"),
               (status = 400, description = "RAGFlow's error envelope: `provider_type is required`, `Unknown provider type: <x>`, `Provider validation failed: ...`")))]
+#[tracing::instrument(name = "POST /api/v1/admin/sandbox/config", skip_all)]
 pub async fn set_config(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Failure> {
-    let actor = admin_key(&state, &headers, "admin").await?.actor();
+    let actor = admin_key(&state, &headers, Source::Admin)
+        .await?
+        .actor()
+        .to_string();
     let mut body = body_object(body)?;
     let (kind, config) = provider_and_config(&state, &mut body)?;
     let set_active = match body.remove("set_active") {
@@ -340,12 +347,13 @@ pub async fn set_config(
     request_body(content = Object, description = "`{provider_type, config}`; blank secret fields use the saved ones"),
     responses((status = 200, description = "`data`: `{success, message, details: {exit_code, execution_time, stdout, stderr}}`"),
               (status = 400, description = "`Unknown provider type: <x>`, `Failed to initialize provider '<x>': ...`")))]
+#[tracing::instrument(name = "POST /api/v1/admin/sandbox/test", skip_all)]
 pub async fn test(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Failure> {
-    let caller = admin_key(&state, &headers, "test_connection").await?;
+    let caller = admin_key(&state, &headers, Source::TestConnection).await?;
     let mut body = body_object(body)?;
     let (kind, config) = provider_and_config(&state, &mut body)?;
     nothing_else(&body, "provider_type and config")?;

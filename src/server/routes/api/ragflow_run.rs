@@ -30,7 +30,10 @@ use crate::{
         },
     },
     sandbox::Error as SandboxError,
-    server::{db::execution::Caller, state::AppState},
+    server::{
+        db::execution::{Caller, Source},
+        state::AppState,
+    },
 };
 
 /// RAGFlow's `CodeExecutionRequest`.
@@ -350,6 +353,7 @@ fn problem_422(problem: RequestProblem) -> Unprocessable {
         (status = 429, description = "The key is over its rate limit: exit code -429, with `Retry-After`", body = RunResult),
     )
 )]
+#[tracing::instrument(name = "POST /run", skip_all)]
 pub async fn run(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -382,7 +386,7 @@ pub async fn run(
     };
     let outcome = state
         .sandbox
-        .execute(&request, &Caller::api_key(&key.name, "run"))
+        .execute(&request, &Caller::api_key(&key.name, Source::Run))
         .await;
     let result = match outcome {
         Ok(run) => translate(run.result),
