@@ -144,24 +144,6 @@ pub struct Content<'a> {
     pub stderr: &'a str,
 }
 
-#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
-pub struct ExecutionRow {
-    pub id: i64,
-    pub caller: String,
-    pub caller_kind: String,
-    pub source: String,
-    pub provider: String,
-    pub language: String,
-    pub status: String,
-    pub exit_code: Option<i64>,
-    pub duration_ms: i64,
-    pub code_sha256: String,
-    pub input_bytes: i64,
-    pub output_bytes: i64,
-    pub error: Option<String>,
-    pub created_at: String,
-}
-
 pub fn sha256(text: &str) -> String {
     Sha256::digest(text.as_bytes())
         .iter()
@@ -197,17 +179,6 @@ pub async fn record(pool: &SqlitePool, run: &NewExecution<'_>) -> Result<i64, sq
     .await?;
     tx.commit().await?;
     Ok(id)
-}
-
-/// The newest runs first.
-pub async fn recent(pool: &SqlitePool, limit: i64) -> Result<Vec<ExecutionRow>, sqlx::Error> {
-    sqlx::query_as(
-        "select id, caller, caller_kind, source, provider, language, status, exit_code, duration_ms, \
-         code_sha256, input_bytes, output_bytes, error, created_at from execution order by id desc limit ?",
-    )
-    .bind(limit)
-    .fetch_all(pool)
-    .await
 }
 
 const SUMMARY: &str = "id, created_at, caller, caller_kind, source, provider, language, status, \

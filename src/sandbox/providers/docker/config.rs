@@ -74,7 +74,6 @@ impl DockerConfig {
 
 pub fn schema() -> ConfigSchema {
     let d = DockerConfig::default();
-    let integer = fields::integer;
     let [max_artifacts, max_artifact_bytes] = fields::artifacts(
         d.max_artifacts,
         d.max_artifact_bytes,
@@ -113,12 +112,16 @@ pub fn schema() -> ConfigSchema {
                 .default_value(json!(d.runtime))
                 .group(FieldGroup::Deployment)
                 .required(),
-            FieldSpec::new("pool_size", integer(1, 64), "Pool size per language")
-                .describe(
-                    "Containers kept warm for each language; also how many runs of one language \
+            FieldSpec::new(
+                "pool_size",
+                fields::integer(1, 64),
+                "Pool size per language",
+            )
+            .describe(
+                "Containers kept warm for each language; also how many runs of one language \
                      run at once.",
-                )
-                .default_value(json!(d.pool_size)),
+            )
+            .default_value(json!(d.pool_size)),
             FieldSpec::new(
                 "fresh_container_per_run",
                 FieldKind::Boolean,
@@ -138,19 +141,27 @@ pub fn schema() -> ConfigSchema {
                 d.memory_mb,
                 "Memory of one container, swap included (memory = memory + swap).",
             ),
-            FieldSpec::new("cpu_millis", integer(100, 64_000), "CPU (millicores)")
-                .describe("CPU quota of one container: 1000 is one core.")
-                .default_value(json!(d.cpu_millis)),
-            FieldSpec::new("pids_limit", integer(16, 32_768), "Pids limit")
+            FieldSpec::new(
+                "cpu_millis",
+                fields::integer(100, 64_000),
+                "CPU (millicores)",
+            )
+            .describe("CPU quota of one container: 1000 is one core.")
+            .default_value(json!(d.cpu_millis)),
+            FieldSpec::new("pids_limit", fields::integer(16, 32_768), "Pids limit")
                 .describe(
                     "Processes and threads one container may have. Under gVisor the sandbox's \
                      own threads count too: use at least 1000.",
                 )
                 .default_value(json!(d.pids_limit)),
-            FieldSpec::new("workspace_mb", integer(1, 4096), "Workspace size (MB)")
-                .describe("Size of the in-memory /workspace the program runs in.")
-                .default_value(json!(d.workspace_mb)),
-            FieldSpec::new("tmp_mb", integer(1, 4096), "/tmp size (MB)")
+            FieldSpec::new(
+                "workspace_mb",
+                fields::integer(1, 4096),
+                "Workspace size (MB)",
+            )
+            .describe("Size of the in-memory /workspace the program runs in.")
+            .default_value(json!(d.workspace_mb)),
+            FieldSpec::new("tmp_mb", fields::integer(1, 4096), "/tmp size (MB)")
                 .describe("Size of the in-memory /tmp.")
                 .default_value(json!(d.tmp_mb)),
             fields::max_output_bytes(

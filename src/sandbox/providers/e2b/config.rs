@@ -67,7 +67,6 @@ impl std::fmt::Debug for E2bConfig {
 
 pub fn schema() -> ConfigSchema {
     let d = E2bConfig::default();
-    let integer = fields::integer;
     let [max_artifacts, max_artifact_bytes] = fields::artifacts(
         d.max_artifacts,
         d.max_artifact_bytes,
@@ -93,13 +92,13 @@ pub fn schema() -> ConfigSchema {
                 .default_value(json!(d.template))
                 .group(FieldGroup::Deployment)
                 .required(),
-            FieldSpec::new("sandbox_timeout_secs", integer(30, 86_400), "Sandbox timeout (seconds)")
+            FieldSpec::new("sandbox_timeout_secs", fields::integer(30, 86_400), "Sandbox timeout (seconds)")
                 .describe(
                     "Lifetime E2B gives each sandbox (its `timeout`). Each run deletes its \
                      sandbox when it ends; this only bounds one that could not be deleted.",
                 )
                 .default_value(json!(d.sandbox_timeout_secs)),
-            FieldSpec::new("request_timeout_secs", integer(1, 300), "Request timeout (seconds)")
+            FieldSpec::new("request_timeout_secs", fields::integer(1, 300), "Request timeout (seconds)")
                 .describe("How long one API call (create, delete, health) may take.")
                 .default_value(json!(d.request_timeout_secs))
                 // RAGFlow's e2b provider: "Request Timeout (seconds)".

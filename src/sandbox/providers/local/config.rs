@@ -50,7 +50,6 @@ impl Default for LocalConfig {
 
 pub fn schema() -> ConfigSchema {
     let d = LocalConfig::default();
-    let integer = fields::integer;
     let [max_artifacts, max_artifact_bytes] = fields::artifacts(
         d.max_artifacts,
         d.max_artifact_bytes,
@@ -75,7 +74,7 @@ pub fn schema() -> ConfigSchema {
                 "Memory limit of one run (a cgroup limit when the console runs as root).",
             )
             .alias("max_memory_mb"),
-            FieldSpec::new("max_processes", integer(1, 1024), "Max processes")
+            FieldSpec::new("max_processes", fields::integer(1, 1024), "Max processes")
                 .describe("How many processes and threads one run may have at once.")
                 .default_value(json!(d.max_processes)),
             fields::max_output_bytes(
@@ -84,9 +83,13 @@ pub fn schema() -> ConfigSchema {
             ),
             max_artifacts,
             max_artifact_bytes,
-            FieldSpec::new("max_concurrent_runs", integer(1, 256), "Concurrent runs")
-                .describe("How many programs run at once; more wait in a queue.")
-                .default_value(json!(d.max_concurrent_runs)),
+            FieldSpec::new(
+                "max_concurrent_runs",
+                fields::integer(1, 256),
+                "Concurrent runs",
+            )
+            .describe("How many programs run at once; more wait in a queue.")
+            .default_value(json!(d.max_concurrent_runs)),
             fields::queue_wait_secs(d.queue_wait_secs, "a free slot"),
         ],
     }

@@ -66,7 +66,6 @@ impl std::fmt::Debug for SelfManagedConfig {
 
 pub fn schema() -> ConfigSchema {
     let d = SelfManagedConfig::default();
-    let integer = fields::integer;
     ConfigSchema {
         fields: vec![
             FieldSpec::new("endpoint", FieldKind::String, "Executor Manager Endpoint")
@@ -86,14 +85,18 @@ pub fn schema() -> ConfigSchema {
                      X-Sandbox-Token. Leave empty for an executor without one.",
                 )
                 .group(FieldGroup::Deployment),
-            FieldSpec::new("timeout", integer(5, 300), "Request Timeout (seconds)")
-                .describe(
-                    "How long one request to the executor may take; the program's own time \
+            FieldSpec::new(
+                "timeout",
+                fields::integer(5, 300),
+                "Request Timeout (seconds)",
+            )
+            .describe(
+                "How long one request to the executor may take; the program's own time \
                      limit is the executor's SANDBOX_TIMEOUT, or the run's timeout when it asks \
                      for one.",
-                )
-                .default_value(json!(d.timeout)),
-            FieldSpec::new("max_retries", integer(0, 10), "Max Retries")
+            )
+            .default_value(json!(d.timeout)),
+            FieldSpec::new("max_retries", fields::integer(0, 10), "Max Retries")
                 .describe(
                     "Retries, with backoff, when the executor cannot be reached or answers \
                      that it is rate limited (-429). Other failures are never retried.",
@@ -103,7 +106,7 @@ pub fn schema() -> ConfigSchema {
                 d.max_output_bytes,
                 "stdout and stderr are each cut at this size; the run then reports output_limit.",
             ),
-            FieldSpec::new("pool_size", integer(0, 1000), "Container Pool Size")
+            FieldSpec::new("pool_size", fields::integer(0, 1000), "Container Pool Size")
                 .describe(
                     "The executor's container pool (its SANDBOX_EXECUTOR_MANAGER_POOL_SIZE): \
                      the console sends at most this many runs at once, and more wait for a \
