@@ -23,7 +23,7 @@ use sandbox_console::{
         config::Config,
         db::{
             api_key,
-            execution::{Caller, Source},
+            execution::{Actor, Caller, Source},
             system_setting::Expected,
         },
         startup::Application,
@@ -305,7 +305,7 @@ async fn main() -> anyhow::Result<()> {
         async move {
             let saved = state
                 .sandbox
-                .save("bench", kind, values, Expected::Any, true)
+                .save(&Actor::admin("bench"), kind, values, Expected::Any, true)
                 .await?;
             anyhow::ensure!(
                 matches!(saved, SaveOutcome::Saved { active: true, .. }),

@@ -208,7 +208,7 @@ pub async fn configure(
         };
         values.insert(field.key.clone(), value);
     }
-    let actor = shell_caller().actor().to_string();
+    let actor = shell_caller().actor();
     match service
         .save(&actor, kind, values, Expected::Any, activate)
         .await?
@@ -250,12 +250,13 @@ fn guess_language(file: &Path) -> Option<Language> {
     }
 }
 
-/// A program of at most one byte past [`MAX_CODE_BYTES`]: enough to tell it is too large.
-fn read_capped(source: impl Read) -> std::io::Result<String> {
-    let mut code = String::new();
+/// The bytes of a program, at most one past [`MAX_CODE_BYTES`]: enough to tell it is too
+/// large without loading all of it.
+fn read_capped(source: impl Read) -> std::io::Result<Vec<u8>> {
+    let mut code = Vec::new();
     source
         .take(MAX_CODE_BYTES as u64 + 1)
-        .read_to_string(&mut code)?;
+        .read_to_end(&mut code)?;
     Ok(code)
 }
 
@@ -288,17 +289,30 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
         Ok(exit::BAD_INPUT)
     };
     // Read no more than one byte past the limit: a huge file is refused, not loaded.
-    let read = if a.file == Path::new("-") {
-        read_capped(std::io::stdin().lock())
+    let from_stdin = a.file == Path::new("-");
+    let source = if from_stdin {
+        "the program on standard input".to_owned()
     } else {
-        match std::fs::File::open(a.file) {
-            Ok(file) => read_capped(file),
-            Err(e) => return usage(format!("cannot read {}: {e}", a.file.display())),
+        a.file.display().to_string()
+    };
+    let bytes = if from_stdin {
+        read_capped(std::io::stdin().lock())
+            .context("cannot read the program from standard input")?
+    } else {
+        match std::fs::File::open(a.file).and_then(read_capped) {
+            Ok(bytes) => bytes,
+            Err(e) => return usage(format!("cannot read {source}: {e}")),
         }
     };
-    let code = match read {
+    // Judged by size before it is decoded: a cut may fall inside a character.
+    if bytes.len() > MAX_CODE_BYTES {
+        return usage(format!(
+            "{source} is larger than {MAX_CODE_BYTES} bytes, the limit for a program"
+        ));
+    }
+    let code = match String::from_utf8(bytes) {
         Ok(code) => code,
-        Err(e) => return usage(format!("cannot read {}: {e}", a.file.display())),
+        Err(e) => return usage(format!("cannot read {source}: {e}")),
     };
     let language = match a.language {
         Some(name) => match name.parse() {
@@ -331,8 +345,7 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
         Ok(()) => {}
         Err(RequestProblem::CodeTooLarge { .. }) => {
             return usage(format!(
-                "{} is larger than {MAX_CODE_BYTES} bytes, the limit for a program",
-                a.file.display()
+                "{source} is larger than {MAX_CODE_BYTES} bytes, the limit for a program"
             ))
         }
         Err(RequestProblem::TimeoutOutOfRange { .. }) => {

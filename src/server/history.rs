@@ -8,7 +8,8 @@ use sqlx::SqlitePool;
 use crate::{
     model::history::HistorySettings,
     server::db::{
-        execution, settings_audit,
+        execution::{self, Actor},
+        settings_audit,
         system_setting::{self, Expected, SettingError},
     },
 };
@@ -39,7 +40,13 @@ impl From<sqlx::Error> for SaveError {
 }
 
 /// Saves checked settings (recorded in the settings audit) and applies the retention at once.
-pub async fn save(pool: &SqlitePool, actor: &str, new: &HistorySettings) -> Result<(), SaveError> {
+#[tracing::instrument(skip_all, fields(actor = %actor))]
+pub async fn save(
+    pool: &SqlitePool,
+    actor: &Actor,
+    new: &HistorySettings,
+) -> Result<(), SaveError> {
+    let actor = actor.as_str();
     new.check().map_err(SaveError::Invalid)?;
     // The setting and its audit row together, or neither. IMMEDIATE: it reads first, and a
     // read transaction cannot always become a write one while others write.

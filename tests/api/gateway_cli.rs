@@ -295,10 +295,13 @@ async fn exec_refuses_programs_and_timeouts_past_the_limits_every_door_has() {
         &format!("print('fits')\n{}", "#".repeat(limit - 14)),
     );
     let over = program(files.path(), "over.py", &"#".repeat(limit + 1));
+    // Two-byte characters: the first byte past the limit is half of one.
+    let over_wide = program(files.path(), "wide.py", &"é".repeat(limit / 2 + 1));
     let hello = program(files.path(), "hello.py", "print('hi')\n");
 
     let (fits, out, err) = run(data.path(), &["exec", &at_limit], &[]);
     let (too_big, _, big_err) = run(data.path(), &["exec", &over], &[]);
+    let (too_wide, _, wide_err) = run(data.path(), &["exec", &over_wide], &[]);
     let mut piped = Command::new(BIN)
         .args(["exec", "-", "--language", "python", "--data-dir"])
         .arg(data.path())
@@ -327,6 +330,11 @@ async fn exec_refuses_programs_and_timeouts_past_the_limits_every_door_has() {
     assert!(
         big_err.contains(&format!("larger than {limit} bytes")),
         "{big_err}"
+    );
+    assert_eq!(too_wide, 64, "{wide_err}");
+    assert!(
+        wide_err.contains(&format!("larger than {limit} bytes")),
+        "{wide_err}"
     );
     assert_eq!(
         piped.status.code(),

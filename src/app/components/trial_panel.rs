@@ -64,7 +64,7 @@ pub fn TrialPanel(
                     </div>
                     <div class="field">
                         <label for="trial-timeout">"Timeout (seconds)"</label>
-                        <input id="trial-timeout" name="timeout_secs" type="number" min="1" value=input.timeout_secs.clone() placeholder="provider default"/>
+                        <input id="trial-timeout" name="timeout_secs" type="number" min="1" max=crate::model::execution::MAX_TIMEOUT_SECS.to_string() value=input.timeout_secs.clone() placeholder="provider default"/>
                     </div>
                 </div>
                 <div class="field">

@@ -85,9 +85,18 @@ impl<'a> ConfigCheck<'a> {
         }
         // The schema and the struct are kept in step by each provider's unit test; a
         // mismatch is a bug of this build, reported with its cause.
+        let kind = self.kind;
         serde_json::from_value(Value::Object(self.values))
-            .map_err(|source| Error::provider(self.kind, source))
+            .map_err(|source| Error::provider(kind, Mismatch { kind, source }))
     }
+}
+
+/// The schema let through values its config struct does not take.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind} config: {source}")]
+struct Mismatch {
+    kind: &'static str,
+    source: serde_json::Error,
 }
 
 #[cfg(test)]

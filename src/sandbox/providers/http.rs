@@ -22,8 +22,12 @@ pub fn client(kind: &'static str, timeout: Duration) -> Result<reqwest::Client, 
         .connect_timeout(CONNECT_TIMEOUT.min(timeout))
         .user_agent(concat!("sandbox-console/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|source| Error::provider(kind, source))
+        .map_err(|source| Error::provider(kind, ClientSetup(source)))
 }
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot set up an HTTP client: {0}")]
+struct ClientSetup(#[source] reqwest::Error);
 
 /// Parses an `http://` or `https://` URL with a host, or says what is wrong with it.
 pub fn endpoint(text: &str, example: &str) -> Result<Url, String> {

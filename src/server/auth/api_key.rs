@@ -105,6 +105,7 @@ impl ApiKeys {
     }
 
     /// As [`ApiKeys::authorize`], for endpoints any of `scopes` may use.
+    #[tracing::instrument(skip_all)]
     pub async fn authorize_any(
         &self,
         headers: &HeaderMap,

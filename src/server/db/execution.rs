@@ -74,6 +74,11 @@ impl std::fmt::Display for Source {
 pub struct Actor(String);
 
 impl Actor {
+    /// A signed-in administrator, by username.
+    pub fn admin(username: &str) -> Self {
+        Actor(username.to_owned())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -15,6 +15,7 @@ use crate::{
 };
 
 /// `GET /admin/artifacts/{id}`: the signed-in admin's own artifact, as an attachment.
+#[tracing::instrument(name = "GET /admin/artifacts", skip_all)]
 pub async fn download(
     State(state): State<AppState>,
     admin: Option<Extension<AdminInfo>>,

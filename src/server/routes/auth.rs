@@ -38,6 +38,7 @@ enum Failure {
     Unavailable,
 }
 
+#[tracing::instrument(name = "POST /auth/login", skip_all)]
 pub async fn login(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -114,6 +115,7 @@ pub async fn login(
     }
 }
 
+#[tracing::instrument(name = "POST /auth/logout", skip_all)]
 pub async fn logout(session: Session, headers: HeaderMap) -> Response {
     if let Err(error) = session::sign_out(&session).await {
         tracing::error!(%error, "sign-out: could not delete the session");

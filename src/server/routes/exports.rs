@@ -36,6 +36,7 @@ pub async fn export_json(
     export(state, admin, filter, false).await
 }
 
+#[tracing::instrument(name = "GET /admin/history/export", skip_all)]
 async fn export(
     State(state): State<AppState>,
     admin: Option<Extension<AdminInfo>>,

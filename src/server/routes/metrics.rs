@@ -51,6 +51,7 @@ fn exposition(state: &AppState) -> Response {
 }
 
 /// `GET /metrics` on the main address: an admin session or an `admin` key.
+#[tracing::instrument(name = "GET /metrics", skip_all)]
 pub async fn metrics(
     State(state): State<AppState>,
     admin: Option<Extension<AdminInfo>>,

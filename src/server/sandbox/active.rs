@@ -185,6 +185,7 @@ impl SandboxService {
 
     /// The running provider, its health and its pool: what the settings page, the dashboard
     /// and `GET /api/v1/providers` show.
+    #[tracing::instrument(skip_all)]
     pub async fn active_status(&self) -> ActiveStatus {
         let active = self.active();
         ActiveStatus {
@@ -206,7 +207,8 @@ impl SandboxService {
         let Some((_, provider)) = self.active() else {
             return HealthReport {
                 healthy: false,
-                message: "No provider is running: the active provider's stored settings do not build. Save valid settings.".into(),
+                message: "No provider is running: save valid settings for one and make it active."
+                    .into(),
                 details: Map::new(),
             };
         };

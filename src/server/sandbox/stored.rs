@@ -14,6 +14,7 @@ use crate::{
     },
     sandbox::Error as SandboxError,
     server::db::{
+        execution::Actor,
         settings_audit,
         system_setting::{self, Expected, SettingError},
     },
@@ -72,6 +73,7 @@ impl SandboxService {
     }
 
     /// Every registered provider with its schema and saved values; secrets left out.
+    #[tracing::instrument(skip_all)]
     pub async fn settings(&self) -> Result<SandboxSettings, SettingError> {
         self.refresh().await?;
         let active_kind = self.stored_active_kind().await?.unwrap_or_default();
@@ -114,10 +116,10 @@ impl SandboxService {
     /// provider. Nothing is saved on any error: the setting, its audit rows and the active type
     /// are written in one transaction. Saving the active provider rebuilds it. `expected` is
     /// the version the form was opened at ([`Expected::Any`] for the API and the CLI).
-    #[tracing::instrument(skip(self, values), fields(kind = %kind))]
+    #[tracing::instrument(skip(self, values), fields(actor = %actor, kind = %kind))]
     pub async fn save(
         &self,
-        actor: &str,
+        actor: &Actor,
         kind: &str,
         values: Map<String, Value>,
         expected: Expected,
@@ -183,7 +185,7 @@ impl SandboxService {
     /// whether the saved provider is (now) the active one.
     async fn write(
         &self,
-        actor: &str,
+        actor: &Actor,
         kind: &str,
         name: &str,
         normalized: &Map<String, Value>,
@@ -196,6 +198,7 @@ impl SandboxService {
         let stored = self.stored_values(&mut *tx, kind).await?;
         let before = self.open_secrets(kind, stored.clone()).unwrap_or(stored);
         let sealed = Value::Object(self.seal_secrets(kind, normalized.clone()));
+        let actor = actor.as_str();
         let saved = system_setting::put_in(&mut tx, name, &sealed, actor, expected).await?;
         let changed: Vec<String> = before
             .keys()

@@ -20,7 +20,7 @@ use crate::{
     server::{
         db::{
             self,
-            execution::{Caller, Source},
+            execution::{Actor, Caller, Source},
             settings_audit,
             system_setting::Expected,
         },
@@ -138,7 +138,7 @@ async fn a_save_whose_audit_row_cannot_be_written_saves_nothing() {
     let (pool, service) = vault_service(dir.path()).await;
     service
         .save(
-            "admin",
+            &Actor::admin("admin"),
             "vault",
             form("https://a", TOKEN),
             Expected::Absent,
@@ -156,7 +156,13 @@ async fn a_save_whose_audit_row_cannot_be_written_saves_nothing() {
     .unwrap();
 
     let saved = service
-        .save("admin", "vault", form("https://b", ""), Expected::Any, true)
+        .save(
+            &Actor::admin("admin"),
+            "vault",
+            form("https://b", ""),
+            Expected::Any,
+            true,
+        )
         .await;
 
     assert!(saved.is_err(), "the save reports the failed audit write");
@@ -183,7 +189,13 @@ async fn a_save_whose_audit_row_cannot_be_written_saves_nothing() {
         audit_rows
     );
     let again = service
-        .save("admin", "vault", form("https://b", ""), Expected::Any, true)
+        .save(
+            &Actor::admin("admin"),
+            "vault",
+            form("https://b", ""),
+            Expected::Any,
+            true,
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -216,7 +228,7 @@ async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
 
     let first = service
         .save(
-            "admin",
+            &Actor::admin("admin"),
             "vault",
             form("https://a", TOKEN),
             Expected::Absent,
@@ -250,7 +262,7 @@ async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
 
     let second = service
         .save(
-            "admin",
+            &Actor::admin("admin"),
             "vault",
             form("https://b", ""),
             Expected::Version(1),

@@ -33,7 +33,13 @@ pub async fn save_history_settings(
     let state = expect_context::<crate::server::state::AppState>();
     let outcome = match parsed {
         Ok(settings) => {
-            match crate::server::history::save(&state.pool, &admin.username, &settings).await {
+            match crate::server::history::save(
+                &state.pool,
+                &crate::server::db::execution::Actor::admin(&admin.username),
+                &settings,
+            )
+            .await
+            {
                 Ok(()) => Ok(settings),
                 Err(crate::server::history::SaveError::Invalid(message)) => Err(message),
                 Err(error) => return Err(internal(error)),

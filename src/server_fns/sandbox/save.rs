@@ -33,7 +33,7 @@ pub async fn save_sandbox_settings(
     let outcome = state
         .sandbox
         .save(
-            &admin.username,
+            &crate::server::db::execution::Actor::admin(&admin.username),
             &kind,
             values.clone(),
             match expected_version {

@@ -96,7 +96,7 @@ impl ApiError {
 
 impl From<SandboxError> for ApiError {
     fn from(error: SandboxError) -> Self {
-        let detail = error.to_string();
+        let detail = with_causes(&error);
         let mut api = match &error {
             SandboxError::PoolBusy { retry_after } => {
                 let mut busy = Self::new(
@@ -168,6 +168,27 @@ struct Failure {
     detail: String,
 }
 
+/// Leaves `detail` on a 5xx `response` for [`log_failures`] to log, once.
+pub(super) fn note_failure(response: &mut Response, kind: &'static str, detail: String) {
+    response.extensions_mut().insert(Failure { kind, detail });
+}
+
+/// An error with its causes, as one line for the log: a provider's own error keeps the
+/// operation it failed in and what failed below it (a connection, a JSON parse).
+pub(super) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let said = inner.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = inner.source();
+    }
+    text
+}
+
 /// Logs each API answer that failed on the server's side, once, inside the request's span.
 pub async fn log_failures(request: Request, next: Next) -> Response {
     let response = next.run(request).await;
@@ -189,10 +210,7 @@ impl IntoResponse for ApiError {
         let body = json!({ "error": { "kind": self.kind, "message": self.message } });
         let mut response = (self.status, Json(body)).into_response();
         if self.status.is_server_error() {
-            response.extensions_mut().insert(Failure {
-                kind: self.kind,
-                detail: self.detail.unwrap_or_default(),
-            });
+            note_failure(&mut response, self.kind, self.detail.unwrap_or_default());
         }
         if let Some(wait) = self.retry_after {
             let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
@@ -221,6 +239,35 @@ impl From<crate::server::auth::api_key::Refusal> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the executor's answer is not a run result: <html>")]
+    struct NotARunResult {
+        source: serde_json::Error,
+    }
+
+    #[test]
+    fn a_provider_failure_is_logged_with_what_failed_below_it() {
+        let parse = serde_json::from_str::<serde_json::Value>("<html>").unwrap_err();
+        let parsed = parse.to_string();
+        let error = SandboxError::provider("self_managed", NotARunResult { source: parse });
+
+        let api = ApiError::from(error);
+
+        let detail = api.detail.unwrap();
+        assert!(
+            detail.starts_with("the provider failed: the executor's answer is not a run result"),
+            "{detail}"
+        );
+        assert!(
+            detail.ends_with(&parsed),
+            "the parse error is kept: {detail}"
+        );
+        assert!(
+            !api.message.contains("html"),
+            "the body says nothing internal"
+        );
+    }
 
     #[test]
     fn provider_errors_map_to_gateway_statuses() {

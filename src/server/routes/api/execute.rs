@@ -211,6 +211,7 @@ pub struct ProviderSummary {
         (status = 403, description = "The key has neither scope", body = super::error::ErrorBody),
     )
 )]
+#[tracing::instrument(name = "GET /api/v1/providers", skip_all)]
 pub async fn providers(
     State(state): State<AppState>,
     headers: HeaderMap,

@@ -36,12 +36,18 @@ pub struct Failure {
     status: StatusCode,
     code: u16,
     message: String,
+    /// For the log only (`error::log_failures`).
+    detail: Option<String>,
 }
 
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
         let body = json!({ "code": self.code, "message": self.message, "data": null });
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(detail) = self.detail {
+            super::error::note_failure(&mut response, "internal", detail);
+        }
+        response
     }
 }
 
@@ -51,17 +57,18 @@ fn failure(message: impl Into<String>, code: u16) -> Failure {
         status: StatusCode::BAD_REQUEST,
         code,
         message: message.into(),
+        detail: None,
     }
 }
 
 /// A failure on our side (the database, say) keeps RAGFlow's envelope with `code` 500, and is
 /// a real 5xx on the wire: a client must not take it for a mistake in its request.
 fn internal(context: &str, error: impl std::fmt::Display) -> Failure {
-    tracing::error!(%error, "{context}");
     Failure {
         status: StatusCode::INTERNAL_SERVER_ERROR,
         code: 500,
         message: format!("{context}: the server log has the details"),
+        detail: Some(format!("{context}: {error}")),
     }
 }
 
@@ -72,6 +79,7 @@ fn refused(refusal: Refusal) -> Failure {
         status,
         code: status.as_u16(),
         message: refusal.message(),
+        detail: None,
     }
 }
 
@@ -160,6 +168,7 @@ fn body_object(body: Result<Bytes, BytesRejection>) -> Result<Map<String, Value>
                 status: StatusCode::PAYLOAD_TOO_LARGE,
                 code: 413,
                 message: "Request body is too large".into(),
+                detail: None,
             }
         } else {
             failure(format!("Request body could not be read: {rejection}"), 400)
@@ -219,6 +228,7 @@ fn provider_and_config(
     responses((status = 200, description = "`data`: `[{id, name, description, tags}]`"),
               (status = 401, description = "No API key, or an unknown or revoked one"),
               (status = 403, description = "The key lacks the `admin` scope")))]
+#[tracing::instrument(name = "GET /api/v1/admin/sandbox/providers", skip_all)]
 pub async fn providers(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -241,6 +251,7 @@ pub async fn providers(
     params(("provider_id" = String, Path, description = "A provider kind, e.g. `local`")),
     responses((status = 200, description = "`data`: field → `{type, required, label, default, min, max, secret, options, ...}`"),
               (status = 400, description = "`Unknown provider: <id>`")))]
+#[tracing::instrument(name = "GET /api/v1/admin/sandbox/providers/schema", skip_all)]
 pub async fn schema(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -257,6 +268,7 @@ pub async fn schema(
 #[utoipa::path(get, path = "/api/v1/admin/sandbox/config", tag = "ragflow-admin",
     security(("api_key" = ["admin"])),
     responses((status = 200, description = "`data`: `{provider_type, config}`; secret fields are never returned")))]
+#[tracing::instrument(name = "GET /api/v1/admin/sandbox/config", skip_all)]
 pub async fn get_config(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -301,10 +313,7 @@ pub async fn set_config(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Failure> {
-    let actor = admin_key(&state, &headers, Source::Admin)
-        .await?
-        .actor()
-        .to_string();
+    let actor = admin_key(&state, &headers, Source::Admin).await?.actor();
     let mut body = body_object(body)?;
     let (kind, config) = provider_and_config(&state, &mut body)?;
     let set_active = match body.remove("set_active") {
