@@ -15,7 +15,7 @@ use serde_json::Map;
 use super::{stored::setting_name, SandboxService};
 use crate::{
     model::provider::{ActiveStatus, HealthReport, RunningProvider},
-    sandbox::{Error as SandboxError, SandboxProvider},
+    sandbox::SandboxProvider,
     server::db::system_setting::{self, SettingError},
 };
 
@@ -112,16 +112,18 @@ impl SandboxService {
             return Ok(());
         };
         let stored = self.stored_values(&self.pool, &kind).await?;
-        let built = match self.open_secrets(&kind, stored) {
-            Ok(config) => self.registry.build(&kind, &config),
-            Err(message) => Err(SandboxError::Backend(message)),
-        };
-        let next = match built {
-            Ok(provider) => Some(Active { kind, provider }),
+        let next = match self.open_secrets(&kind, stored) {
             Err(error) => {
-                tracing::error!(%kind, %error, "the active sandbox provider cannot be built from its stored settings");
+                tracing::error!(%kind, %error, "the active sandbox provider's stored secrets cannot be opened");
                 None
             }
+            Ok(config) => match self.registry.build(&kind, &config) {
+                Ok(provider) => Some(Active { kind, provider }),
+                Err(error) => {
+                    tracing::error!(%kind, %error, "the active sandbox provider cannot be built from its stored settings");
+                    None
+                }
+            },
         };
         self.replace_active(next);
         Ok(())

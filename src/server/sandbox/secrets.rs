@@ -7,8 +7,35 @@ use serde_json::{Map, Value};
 use super::SandboxService;
 use crate::{
     model::schema::{FieldErrors, FieldKind},
-    server::{db::system_setting::SettingError, secrets::SecretBox},
+    server::{
+        db::system_setting::SettingError,
+        secrets::{SecretBox, SecretError},
+    },
 };
+
+/// A stored secret field that cannot be opened (the secret key changed, or the value is
+/// damaged).
+#[derive(Debug, thiserror::Error)]
+#[error("{key}: {source}")]
+pub(super) struct Unopenable {
+    key: String,
+    source: SecretError,
+}
+
+/// Why submitted values could not be completed with the stored secrets.
+#[derive(Debug)]
+pub(super) enum NotMerged {
+    /// Fields the admin must fix: unknown keys, or a secret to type again.
+    Invalid(FieldErrors),
+    /// The stored settings could not be read.
+    Store(SettingError),
+}
+
+impl From<SettingError> for NotMerged {
+    fn from(error: SettingError) -> Self {
+        NotMerged::Store(error)
+    }
+}
 
 impl SandboxService {
     /// The keys of `kind`'s secret fields (none for an unknown kind).
@@ -28,14 +55,14 @@ impl SandboxService {
         &self,
         kind: &str,
         mut values: Map<String, Value>,
-    ) -> Result<Map<String, Value>, String> {
+    ) -> Result<Map<String, Value>, Unopenable> {
         for key in self.secret_keys(kind) {
             if let Some(Value::String(sealed)) = values.get(&key) {
                 if SecretBox::is_sealed(sealed) {
-                    let plain = self
-                        .secrets
-                        .open(sealed)
-                        .map_err(|e| format!("{key}: {e}"))?;
+                    let plain = match self.secrets.open(sealed) {
+                        Ok(plain) => plain,
+                        Err(source) => return Err(Unopenable { key, source }),
+                    };
                     values.insert(key, Value::String(plain));
                 }
             }
@@ -97,14 +124,11 @@ impl SandboxService {
         &self,
         kind: &str,
         values: Map<String, Value>,
-    ) -> Result<Result<Map<String, Value>, FieldErrors>, SettingError> {
+    ) -> Result<Map<String, Value>, NotMerged> {
         let Some(schema) = self.schema_of(kind) else {
-            return Ok(Ok(values));
+            return Ok(values);
         };
-        let mut values = match schema.canonical(values) {
-            Ok(values) => values,
-            Err(errors) => return Ok(Err(errors)),
-        };
+        let mut values = schema.canonical(values).map_err(NotMerged::Invalid)?;
         let stored = self.stored_values(&self.pool, kind).await?;
         let moved: Vec<&str> = schema
             .destinations()
@@ -136,10 +160,10 @@ impl SandboxService {
                 }
             }
         }
-        Ok(if errors.is_empty() {
+        if errors.is_empty() {
             Ok(values)
         } else {
-            Err(errors)
-        })
+            Err(NotMerged::Invalid(errors))
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Map, Value};
 use sqlx::{SqliteExecutor, SqlitePool};
 
-use super::SandboxService;
+use super::{secrets::NotMerged, SandboxService};
 use crate::{
     model::{
         schema::{FieldErrors, FORM_ERROR},
@@ -129,13 +129,14 @@ impl SandboxService {
             Ok(k) => k,
             Err(error) => return Ok(invalid(FORM_ERROR, error.to_string())),
         };
-        let values = match self.with_stored_secrets(kind, values).await? {
+        let values = match self.with_stored_secrets(kind, values).await {
             Ok(values) => values,
-            Err(errors) => return Ok(SaveOutcome::Invalid { errors }),
+            Err(NotMerged::Invalid(errors)) => return Ok(SaveOutcome::Invalid { errors }),
+            Err(NotMerged::Store(error)) => return Err(error),
         };
         let values = match self.open_secrets(kind, values) {
             Ok(values) => values,
-            Err(message) => return Ok(invalid(FORM_ERROR, message)),
+            Err(error) => return Ok(invalid(FORM_ERROR, error.to_string())),
         };
         let provider = match (provider_kind.build)(&values) {
             Ok(provider) => provider,

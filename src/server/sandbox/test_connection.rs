@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use super::{active::probe, run::run_once, stored::setting_name, SandboxService};
+use super::{
+    active::probe, run::run_once, secrets::NotMerged, stored::setting_name, SandboxService,
+};
 use crate::{
     model::{
         execution::{ExecRequest, ExecStatus, Language},
@@ -77,18 +79,23 @@ impl SandboxService {
             stderr: String::new(),
             errors: FieldErrors::new(),
         };
-        let values = match self.with_stored_secrets(kind, values).await? {
+        let values = match self.with_stored_secrets(kind, values).await {
             Ok(values) => values,
-            Err(errors) => {
+            Err(NotMerged::Invalid(errors)) => {
                 report.message = "The settings are not valid; fix the marked fields.".into();
                 report.errors = errors;
                 return Ok(finish(report, started));
             }
+            Err(NotMerged::Store(error)) => return Err(error),
         };
-        let built = match self.open_secrets(kind, values) {
-            Ok(values) => self.registry.build(kind, &values),
-            Err(message) => Err(SandboxError::Backend(message)),
+        let values = match self.open_secrets(kind, values) {
+            Ok(values) => values,
+            Err(error) => {
+                report.message = error.to_string();
+                return Ok(finish(report, started));
+            }
         };
+        let built = self.registry.build(kind, &values);
         let provider = match built {
             Ok(provider) => provider,
             Err(SandboxError::ConfigInvalid { errors }) => {

@@ -298,3 +298,65 @@ async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
         "test connection merges the stored secret"
     );
 }
+
+/// Secrets sealed under another key (the secret key file was replaced) are reported, never
+/// sent anywhere, and nothing runs on them.
+#[tokio::test]
+async fn secrets_sealed_under_another_key_are_reported_and_nothing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pool, service) = vault_service(dir.path()).await;
+    service
+        .save(
+            &Actor::admin("admin"),
+            "vault",
+            form("https://a", TOKEN),
+            Expected::Absent,
+            true,
+        )
+        .await
+        .unwrap();
+    let registry = Registry::new().register(ProviderKind {
+        info,
+        schema,
+        build,
+    });
+
+    let rekeyed = SandboxService::start(pool, registry, SecretBox::from_key(&[8; 32]))
+        .await
+        .unwrap();
+    let report = rekeyed
+        .test_connection(
+            "vault",
+            form("https://a", ""),
+            &Caller::admin("admin", Source::TestConnection),
+        )
+        .await
+        .unwrap();
+    let saved = rekeyed
+        .save(
+            &Actor::admin("admin"),
+            "vault",
+            form("https://a", ""),
+            Expected::Any,
+            true,
+        )
+        .await
+        .unwrap();
+
+    assert!(rekeyed.active().is_none(), "nothing is built from them");
+    assert!(!report.passed);
+    assert!(
+        report
+            .message
+            .starts_with("token: a stored secret cannot be decrypted"),
+        "{}",
+        report.message
+    );
+    let SaveOutcome::Invalid { errors } = saved else {
+        panic!("{saved:?}")
+    };
+    assert!(
+        errors[crate::model::schema::FORM_ERROR].contains("cannot be decrypted"),
+        "{errors:?}"
+    );
+}
