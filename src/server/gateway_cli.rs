@@ -304,11 +304,11 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
             Err(e) => return usage(format!("cannot read {source}: {e}")),
         }
     };
+    let too_large =
+        format!("{source} is larger than {MAX_CODE_BYTES} bytes, the limit for a program");
     // Judged by size before it is decoded: a cut may fall inside a character.
     if bytes.len() > MAX_CODE_BYTES {
-        return usage(format!(
-            "{source} is larger than {MAX_CODE_BYTES} bytes, the limit for a program"
-        ));
+        return usage(too_large);
     }
     let code = match String::from_utf8(bytes) {
         Ok(code) => code,
@@ -343,11 +343,7 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
     };
     match request.check() {
         Ok(()) => {}
-        Err(RequestProblem::CodeTooLarge { .. }) => {
-            return usage(format!(
-                "{source} is larger than {MAX_CODE_BYTES} bytes, the limit for a program"
-            ))
-        }
+        Err(RequestProblem::CodeTooLarge { .. }) => return usage(too_large),
         Err(RequestProblem::TimeoutOutOfRange { .. }) => {
             return usage(format!(
                 "--timeout must be a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}"

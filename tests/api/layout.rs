@@ -189,7 +189,13 @@ impl<'ast> Visit<'ast> for Refs<'_> {
     }
 }
 
-fn read_sources() -> Vec<SourceFile> {
+/// Every file under `src/`, parsed once for all the tests here.
+fn read_sources() -> &'static [SourceFile] {
+    static SOURCES: std::sync::OnceLock<Vec<SourceFile>> = std::sync::OnceLock::new();
+    SOURCES.get_or_init(parse_sources)
+}
+
+fn parse_sources() -> Vec<SourceFile> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
@@ -314,7 +320,7 @@ fn nothing_in_the_server_imports_in_a_circle() {
         .count();
     assert!(server > 40, "the server's files were read ({server})");
 
-    let found = cycles(&files, &["crate", "server"]);
+    let found = cycles(files, &["crate", "server"]);
 
     assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
 }
@@ -394,7 +400,7 @@ fn only_the_doors_touch_axum_and_no_service_sees_the_app_state() {
 fn providers_never_touch_the_web_and_the_ui_never_touches_backends() {
     let files = read_sources();
     let mut wrong = Vec::new();
-    for file in &files {
+    for file in files {
         let forbidden: &[&str] = if starts_with(&file.module, &["crate", "sandbox"]) {
             &["axum", "leptos", "leptos_axum"]
         } else if starts_with(&file.module, &["crate", "app"]) {

@@ -22,7 +22,7 @@ use crate::{
             self,
             execution::{Actor, Caller, Source},
             settings_audit,
-            system_setting::Expected,
+            system_setting::{Expected, SettingError},
         },
         secrets::SecretBox,
     },
@@ -116,34 +116,52 @@ fn database_bytes(dir: &std::path::Path) -> Vec<u8> {
         .collect()
 }
 
+fn vault_registry() -> Registry {
+    Registry::new().register(ProviderKind {
+        info,
+        schema,
+        build,
+    })
+}
+
 async fn vault_service(dir: &std::path::Path) -> (sqlx::SqlitePool, SandboxService) {
     let pool = db::connect(&format!("sqlite://{}", dir.join("test.db").display()))
         .await
         .unwrap();
     db::migrate(&pool).await.unwrap();
-    let registry = Registry::new().register(ProviderKind {
-        info,
-        schema,
-        build,
-    });
-    let service = SandboxService::start(pool.clone(), registry, SecretBox::from_key(&[9; 32]))
-        .await
-        .unwrap();
+    let service = SandboxService::start(
+        pool.clone(),
+        vault_registry(),
+        SecretBox::from_key(&[9; 32]),
+    )
+    .await
+    .unwrap();
     (pool, service)
+}
+
+/// The vault's settings saved by the admin.
+async fn save_vault(
+    service: &SandboxService,
+    values: Map<String, Value>,
+    expected: Expected,
+    make_active: bool,
+) -> Result<SaveOutcome, SettingError> {
+    service
+        .save(
+            &Actor::admin("admin"),
+            "vault",
+            values,
+            expected,
+            make_active,
+        )
+        .await
 }
 
 #[tokio::test]
 async fn a_save_whose_audit_row_cannot_be_written_saves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (pool, service) = vault_service(dir.path()).await;
-    service
-        .save(
-            &Actor::admin("admin"),
-            "vault",
-            form("https://a", TOKEN),
-            Expected::Absent,
-            false,
-        )
+    save_vault(&service, form("https://a", TOKEN), Expected::Absent, false)
         .await
         .unwrap();
     let audit_rows = settings_audit::recent(&pool, 100).await.unwrap().len();
@@ -155,15 +173,7 @@ async fn a_save_whose_audit_row_cannot_be_written_saves_nothing() {
     .await
     .unwrap();
 
-    let saved = service
-        .save(
-            &Actor::admin("admin"),
-            "vault",
-            form("https://b", ""),
-            Expected::Any,
-            true,
-        )
-        .await;
+    let saved = save_vault(&service, form("https://b", ""), Expected::Any, true).await;
 
     assert!(saved.is_err(), "the save reports the failed audit write");
     let stored = db::system_setting::get(&pool, "sandbox.vault")
@@ -188,14 +198,7 @@ async fn a_save_whose_audit_row_cannot_be_written_saves_nothing() {
         settings_audit::recent(&pool, 100).await.unwrap().len(),
         audit_rows
     );
-    let again = service
-        .save(
-            &Actor::admin("admin"),
-            "vault",
-            form("https://b", ""),
-            Expected::Any,
-            true,
-        )
+    let again = save_vault(&service, form("https://b", ""), Expected::Any, true)
         .await
         .unwrap();
     assert_eq!(
@@ -226,14 +229,7 @@ async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
     let dir = tempfile::tempdir().unwrap();
     let (pool, service) = vault_service(dir.path()).await;
 
-    let first = service
-        .save(
-            &Actor::admin("admin"),
-            "vault",
-            form("https://a", TOKEN),
-            Expected::Absent,
-            true,
-        )
+    let first = save_vault(&service, form("https://a", TOKEN), Expected::Absent, true)
         .await
         .unwrap();
 
@@ -260,14 +256,7 @@ async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
     );
     assert_eq!(settings.providers[0].secrets_set, ["token"]);
 
-    let second = service
-        .save(
-            &Actor::admin("admin"),
-            "vault",
-            form("https://b", ""),
-            Expected::Version(1),
-            false,
-        )
+    let second = save_vault(&service, form("https://b", ""), Expected::Version(1), false)
         .await
         .unwrap();
 
@@ -305,23 +294,11 @@ async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
 async fn secrets_sealed_under_another_key_are_reported_and_nothing_runs() {
     let dir = tempfile::tempdir().unwrap();
     let (pool, service) = vault_service(dir.path()).await;
-    service
-        .save(
-            &Actor::admin("admin"),
-            "vault",
-            form("https://a", TOKEN),
-            Expected::Absent,
-            true,
-        )
+    save_vault(&service, form("https://a", TOKEN), Expected::Absent, true)
         .await
         .unwrap();
-    let registry = Registry::new().register(ProviderKind {
-        info,
-        schema,
-        build,
-    });
 
-    let rekeyed = SandboxService::start(pool, registry, SecretBox::from_key(&[8; 32]))
+    let rekeyed = SandboxService::start(pool, vault_registry(), SecretBox::from_key(&[8; 32]))
         .await
         .unwrap();
     let report = rekeyed
@@ -332,14 +309,7 @@ async fn secrets_sealed_under_another_key_are_reported_and_nothing_runs() {
         )
         .await
         .unwrap();
-    let saved = rekeyed
-        .save(
-            &Actor::admin("admin"),
-            "vault",
-            form("https://a", ""),
-            Expected::Any,
-            true,
-        )
+    let saved = save_vault(&rekeyed, form("https://a", ""), Expected::Any, true)
         .await
         .unwrap();
 
