@@ -276,7 +276,7 @@ async fn main() -> anyhow::Result<()> {
     let registry = providers::registry().register(ProviderKind {
         info: noop_info,
         schema: ConfigSchema::default,
-        build: |_| Ok(Arc::new(Noop(noop_info()))),
+        build: |_, _| Ok(Arc::new(Noop(noop_info()))),
     });
     let app = Application::build_with_registry(config, registry).await?;
     let base = format!("http://127.0.0.1:{}", app.port());

@@ -4,6 +4,7 @@ use clap::Parser;
 use sandbox_console::server::{
     admin_cli,
     config::{Cli, Command},
+    env_cli,
     gateway_cli::{self, ExecArgs},
     startup::Application,
     telemetry,
@@ -70,6 +71,7 @@ async fn run() -> anyhow::Result<i32> {
             gateway_cli::exec(config, args).await?
         }
         Command::ApiKey { action } => gateway_cli::api_key(config, action).await?,
+        Command::Env { action } => env_cli::run(config, action).await?,
     };
     Ok(code)
 }

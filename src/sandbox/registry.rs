@@ -7,12 +7,13 @@ use serde_json::{Map, Value};
 
 use crate::{
     model::{provider::ProviderInfo, schema::ConfigSchema},
-    sandbox::{Error, SandboxProvider},
+    sandbox::{environment::BuildContext, Error, SandboxProvider},
 };
 
-/// A provider kind's one validating constructor: stored or submitted values in, a ready
-/// provider (or per-field errors) out.
-pub type BuildFn = fn(&Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error>;
+/// A provider kind's one validating constructor: stored or submitted values in (and what
+/// else a provider may consult: the environments), a ready provider (or per-field errors) out.
+pub type BuildFn =
+    fn(&Map<String, Value>, &BuildContext) -> Result<Arc<dyn SandboxProvider>, Error>;
 
 /// One provider kind: who it is, its form, and its one validating constructor.
 #[derive(Clone)]
@@ -33,11 +34,18 @@ impl std::fmt::Debug for ProviderKind {
 #[derive(Clone, Debug, Default)]
 pub struct Registry {
     kinds: Vec<ProviderKind>,
+    context: BuildContext,
 }
 
 impl Registry {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Builds providers with `context` (the console's environments) from now on.
+    pub fn with_context(mut self, context: BuildContext) -> Self {
+        self.context = context;
+        self
     }
 
     pub fn register(mut self, kind: ProviderKind) -> Self {
@@ -65,7 +73,7 @@ impl Registry {
         kind: &str,
         config: &Map<String, Value>,
     ) -> Result<Arc<dyn SandboxProvider>, Error> {
-        (self.get(kind)?.build)(config)
+        (self.get(kind)?.build)(config, &self.context)
     }
 }
 
@@ -82,7 +90,7 @@ mod tests {
         }
     }
 
-    fn refuse(_: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error> {
+    fn refuse(_: &Map<String, Value>, _: &BuildContext) -> Result<Arc<dyn SandboxProvider>, Error> {
         Err(Error::field("endpoint", "This field is required."))
     }
 

@@ -74,6 +74,33 @@ pub enum Command {
         #[command(subcommand)]
         action: ApiKeyAction,
     },
+    /// Package environments: list, show, build, test.
+    Env {
+        #[command(subcommand)]
+        action: EnvAction,
+    },
+}
+
+#[derive(Subcommand, Clone, Debug)]
+pub enum EnvAction {
+    /// List the environments with their status.
+    List {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one environment: its spec, lock and verification.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Build an environment's current spec, printing the log as it goes; exits 0 when the
+    /// build is ready, 1 when it failed.
+    Build { name: String },
+    /// Import every module of an environment's ready build through the providers that mount
+    /// it, and print how each fared; exits 1 when one failed.
+    Test { name: String },
 }
 
 #[derive(Subcommand, Clone, Debug)]
@@ -302,6 +329,44 @@ pub struct Config {
         global = true
     )]
     pub database_connections: u32,
+    /// Where environment builds live. Default `<data-dir>/environments`, which the console
+    /// also cleans of unused builds; a folder given here is treated as a cache shared with
+    /// other consoles, and nothing is deleted from it.
+    #[arg(long, env = "SANDBOX_CONSOLE_ENVIRONMENT_STORE", global = true)]
+    pub environment_store: Option<PathBuf>,
+    /// The Python whose pip builds environments: the interpreter sandboxes run.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_ENVIRONMENT_PYTHON",
+        default_value = "/usr/bin/python3.11",
+        global = true
+    )]
+    pub environment_python: PathBuf,
+    /// The npm that builds environments.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_ENVIRONMENT_NPM",
+        default_value = "/usr/bin/npm",
+        global = true
+    )]
+    pub environment_npm: PathBuf,
+    /// Package index for environment builds (pip's --index-url); unset: pip's own
+    /// configuration on this host (pip.conf, PIP_INDEX_URL), so a mirror there just works.
+    #[arg(long, env = "SANDBOX_CONSOLE_PACKAGE_INDEX", global = true)]
+    pub package_index: Option<String>,
+    /// npm registry for environment builds; unset: npm's own configuration (.npmrc).
+    #[arg(long, env = "SANDBOX_CONSOLE_NPM_REGISTRY", global = true)]
+    pub npm_registry: Option<String>,
+    /// Build the default environment in the background when it has never been built (runs
+    /// use the bare interpreter until it is ready). `false` leaves it to an admin.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_BUILD_DEFAULT_ENVIRONMENT",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        global = true
+    )]
+    pub build_default_environment: bool,
 }
 
 impl Config {
@@ -364,6 +429,12 @@ impl std::fmt::Debug for Config {
             .field("max_page_requests", &self.max_page_requests)
             .field("page_queue_secs", &self.page_queue_secs)
             .field("database_connections", &self.database_connections)
+            .field("environment_store", &self.environment_store)
+            .field("environment_python", &self.environment_python)
+            .field("environment_npm", &self.environment_npm)
+            .field("package_index", &self.package_index)
+            .field("npm_registry", &self.npm_registry)
+            .field("build_default_environment", &self.build_default_environment)
             .finish()
     }
 }

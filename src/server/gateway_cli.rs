@@ -23,6 +23,7 @@ use crate::{
             execution::Caller,
             system_setting::{self, Expected},
         },
+        environments::EnvironmentService,
         sandbox::{SandboxService, PROVIDER_TYPE},
         secrets::SecretBox,
         startup::open_database,
@@ -42,16 +43,29 @@ pub mod exit {
 }
 
 async fn service(config: &Config) -> anyhow::Result<SandboxService> {
+    Ok(services(config).await?.0)
+}
+
+/// The sandbox and environments services as the server has them (environments mounted), for
+/// commands that run code. Nothing is built in the background.
+pub(crate) async fn services(
+    config: &Config,
+) -> anyhow::Result<(SandboxService, EnvironmentService)> {
     let pool = open_database(config).await?;
     let secrets = SecretBox::load(&config.data_dir, config.secret_key.as_deref())
         .context("cannot load the key that encrypts stored secrets")?;
-    SandboxService::start(pool, providers::registry(), secrets)
+    let registry = providers::registry();
+    let environments = EnvironmentService::for_config(pool.clone(), config, &registry)
         .await
-        .context("cannot load the sandbox settings")
+        .context("cannot load the package environments")?;
+    let sandbox = SandboxService::start_with(pool, registry, secrets, Some(environments.catalog()))
+        .await
+        .context("cannot load the sandbox settings")?;
+    Ok((sandbox, environments))
 }
 
 /// Who the history and the audit name for what is done from the shell.
-fn shell_caller() -> Caller {
+pub(crate) fn shell_caller() -> Caller {
     let name = std::env::var("SUDO_USER")
         .or_else(|_| std::env::var("USER"))
         .unwrap_or_else(|_| "cli".into());

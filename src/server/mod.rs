@@ -9,6 +9,8 @@ pub mod artifacts;
 pub mod auth;
 pub mod config;
 pub mod db;
+pub mod env_cli;
+pub mod environments;
 pub mod flash;
 pub mod gateway_cli;
 pub mod history;

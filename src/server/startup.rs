@@ -22,7 +22,9 @@ use crate::{
             session,
         },
         config::Config,
-        db, history,
+        db,
+        environments::EnvironmentService,
+        history,
         metrics::Metrics,
         routes::{self, admission::PageAdmission},
         sandbox::SandboxService,
@@ -72,11 +74,37 @@ impl Application {
         let secrets = SecretBox::load(&config.data_dir, config.secret_key.as_deref())
             .context("cannot load the key that encrypts stored secrets")?;
         let metrics = Arc::new(Metrics::new());
-        let sandbox = SandboxService::start(pool.clone(), registry, secrets.clone())
+        let environments = Arc::new(
+            EnvironmentService::for_config(pool.clone(), &config, &registry)
+                .await
+                .context("cannot load the package environments")?,
+        );
+        let sandbox = Arc::new(
+            SandboxService::start_with(
+                pool.clone(),
+                registry,
+                secrets.clone(),
+                Some(environments.catalog()),
+            )
             .await
             .context("cannot load the sandbox settings")?
             .with_metrics(metrics.clone())
-            .with_warm_up();
+            .with_warm_up(),
+        );
+        environments.set_verifier(sandbox.clone());
+        if config.build_default_environment {
+            match environments.build_default_if_needed().await {
+                Ok(Some(build)) => tracing::info!(
+                    build,
+                    "building the default environment in the background; runs use the bare \
+                     interpreter until it is ready"
+                ),
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "cannot start building the default environment")
+                }
+            }
+        }
 
         let listener = TcpListener::bind(config.listen)
             .await
@@ -139,7 +167,8 @@ impl Application {
             )),
             api_keys: Arc::new(ApiKeys::new(pool.clone(), config.api_rate_limit)),
             metrics,
-            sandbox: Arc::new(sandbox),
+            sandbox,
+            environments,
             origin: Arc::new(origin),
             secrets,
             started: (Instant::now(), SystemTime::now()),

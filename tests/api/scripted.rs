@@ -21,7 +21,7 @@ pub fn kind() -> ProviderKind {
     ProviderKind {
         info,
         schema,
-        build,
+        build: |raw, _| build(raw),
     }
 }
 

@@ -27,6 +27,7 @@ use axum::{
 };
 use sandbox_console::{
     model::execution::Language,
+    sandbox::environment::Resolved,
     sandbox::{
         providers::local::{LocalConfig, LocalProvider, RawRun},
         runner::WorkspaceFile,
@@ -114,14 +115,17 @@ pub async fn serve(router: Router) -> Served {
 /// The machine behind every fake: programs run in the local provider's sandbox (no network,
 /// read-only root, limits), as the remote services run them in theirs.
 pub fn engine(memory_mb: u32, max_output_bytes: u64) -> Arc<LocalProvider> {
-    Arc::new(LocalProvider::new(LocalConfig {
-        memory_mb,
-        max_output_bytes,
-        timeout_secs: 600,
-        max_concurrent_runs: 4,
-        queue_wait_secs: 60,
-        ..LocalConfig::default()
-    }))
+    Arc::new(LocalProvider::new(
+        LocalConfig {
+            memory_mb,
+            max_output_bytes,
+            timeout_secs: 600,
+            max_concurrent_runs: 4,
+            queue_wait_secs: 60,
+            ..LocalConfig::default()
+        },
+        Resolved::Bare,
+    ))
 }
 
 /// Runs files in the engine, as a remote service's runtime would.

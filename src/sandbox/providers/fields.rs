@@ -67,3 +67,31 @@ pub fn queue_wait_secs(default: u32, what: &str) -> FieldSpec {
         ))
         .default_value(json!(default))
 }
+
+/// `environment`: which package environment every sandbox mounts read-only. Blank is the
+/// console's default environment; `none` the bare interpreter.
+pub fn environment() -> FieldSpec {
+    FieldSpec::new("environment", FieldKind::String, "Environment")
+        .describe(
+            "Package environment mounted read-only into every sandbox (see Environments). Leave \
+             blank for the default environment; 'none' runs the bare interpreter. Changing it \
+             replaces the warm sandboxes.",
+        )
+        .placeholder("default environment")
+        .default_value(json!(""))
+}
+
+/// Resolves the `environment` field through the console's environments; an unknown name is
+/// the field's error.
+pub fn resolve_environment(
+    check: &mut super::config_check::ConfigCheck<'_>,
+    context: &crate::sandbox::environment::BuildContext,
+) -> crate::sandbox::environment::Resolved {
+    use crate::sandbox::environment::Resolved;
+    let mut resolved = Resolved::Bare;
+    check.check("environment", |c| {
+        resolved = context.environments.resolve(&c.text("environment"))?;
+        Ok(())
+    });
+    resolved
+}

@@ -59,8 +59,9 @@ pub fn prepare(request: &ExecRequest) -> Job {
                 file("main.py", request.code.clone().into_bytes()),
                 file("_runner.py", PYTHON_RUNNER.into()),
             ],
-            // -I: ignore PYTHON* variables and the user site; -B: write no .pyc files.
-            vec!["-I", "-B", "_runner.py", "_input.json"],
+            // -I: ignore PYTHON* variables and the user site; -B: write no .pyc files; -u:
+            // unbuffered, so a program cut off at its deadline keeps what it printed.
+            vec!["-I", "-B", "-u", "_runner.py", "_input.json"],
         ),
         Language::Javascript => (
             vec![

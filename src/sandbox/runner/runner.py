@@ -20,7 +20,42 @@ def _fail(marker, message):
     _emit(marker, _encode({"present": False, "error": message}))
     sys.exit(1)
 
+_ENV = "/opt/sandbox-env"
+
+def _use_environment():
+    # A package environment, when one is mounted: its packages come before the system's (as
+    # PYTHONPATH would, which -I ignores), and matplotlib's prepared config (backend, font
+    # cache) is copied where matplotlib may write.
+    packages = _ENV + "/python"
+    if not os.path.isdir(packages):
+        return
+    sys.path.insert(1, packages)
+    prepared = _ENV + "/mplconfig"
+    target = os.environ.get("MPLCONFIGDIR")
+    if target and os.path.isdir(prepared) and not os.path.exists(target):
+        try:
+            os.makedirs(target)
+            for name in os.listdir(prepared):
+                with open(os.path.join(prepared, name), "rb") as src, open(os.path.join(target, name), "wb") as dst:
+                    dst.write(src.read())
+        except OSError:
+            pass
+
+def _save_open_figures():
+    # Figures still open when main() returns come back as PNG artifacts, as a notebook shows
+    # them. Only when the program imported pyplot itself.
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    try:
+        for number in plt.get_fignums():
+            plt.figure(number).savefig("artifacts/figure-%d.png" % number, format="png")
+        plt.close("all")
+    except Exception as e:
+        sys.stderr.write("could not save the open figures: %s\n" % e)
+
 def _run():
+    _use_environment()
     with open(sys.argv[1], encoding="utf-8") as f:
         job = json.load(f)
     os.remove(sys.argv[1])
@@ -34,6 +69,7 @@ def _run():
         exec(code, scope)
         main = scope.get("main")
         if not callable(main):
+            _save_open_figures()
             return
         value = main(**arguments)
         if hasattr(value, "__await__"):
@@ -46,6 +82,7 @@ def _run():
         # Skip this runner's own frame: the traceback starts in the user's code.
         traceback.print_exception(type(e), e, e.__traceback__.tb_next)
         sys.exit(1)
+    _save_open_figures()
     try:
         text = _encode({"present": True, "value": value})
     except (TypeError, ValueError):

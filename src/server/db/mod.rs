@@ -3,6 +3,7 @@
 pub mod admin_user;
 pub mod api_key;
 pub mod artifact;
+pub mod environment;
 pub mod execution;
 pub mod settings_audit;
 pub mod system_setting;

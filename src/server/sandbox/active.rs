@@ -24,8 +24,9 @@ struct Active {
     provider: Arc<dyn SandboxProvider>,
 }
 
-/// Versions of `sandbox.provider_type` and of the active provider's settings row.
-type Fingerprint = Option<(i64, i64)>;
+/// Versions of `sandbox.provider_type`, of the active provider's settings row and of the
+/// environments (what their names stand for).
+type Fingerprint = Option<(i64, i64, i64)>;
 
 /// What the running provider should be: nothing changed since it was built, or rebuild it.
 #[derive(Default)]
@@ -85,7 +86,11 @@ impl SandboxService {
         let settings = system_setting::get(&self.pool, &setting_name(kind))
             .await?
             .map_or(0, |s| s.version);
-        Ok(Some((setting.version, settings)))
+        let environments = match &self.environments {
+            Some(_) => crate::server::db::environment::generation(&self.pool).await?,
+            None => 0,
+        };
+        Ok(Some((setting.version, settings, environments)))
     }
 
     /// Rebuilds the active provider when its stored settings changed behind our back (saved
@@ -107,6 +112,10 @@ impl SandboxService {
     pub(super) async fn load_active(&self) -> Result<(), SettingError> {
         let built_from = self.fingerprint().await?;
         *self.loaded.seen.write().expect("fingerprint lock") = built_from;
+        if let Some(catalog) = &self.environments {
+            // Another process may have built or changed an environment.
+            catalog.reload(&self.pool).await?;
+        }
         let Some(kind) = self.stored_active_kind().await? else {
             *self.loaded.active.write().expect("active provider lock") = None;
             return Ok(());

@@ -14,6 +14,7 @@ mod stored;
 mod test_connection;
 #[cfg(test)]
 mod tests;
+mod verify;
 
 use std::sync::Arc;
 
@@ -25,9 +26,10 @@ pub use stored::{DEFAULT_KIND, PROVIDER_TYPE};
 
 use crate::{
     model::{provider::ProviderInfo, schema::ConfigSchema},
-    sandbox::registry::Registry,
+    sandbox::{environment::BuildContext, registry::Registry},
     server::{
         db::system_setting::{self, SettingError},
+        environments::catalog::StoreCatalog,
         history_writer::HistoryWriter,
         metrics::Metrics,
         secrets::SecretBox,
@@ -49,6 +51,8 @@ pub struct SandboxService {
     history: HistoryWriter,
     /// Whether active providers warm up (the server) or only do what each run needs (the CLI).
     warm: bool,
+    /// The environments providers mount, when the console has them.
+    environments: Option<Arc<StoreCatalog>>,
 }
 
 impl std::fmt::Debug for SandboxService {
@@ -68,7 +72,25 @@ impl SandboxService {
         registry: Registry,
         secrets: SecretBox,
     ) -> Result<Self, SettingError> {
+        Self::start_with(pool, registry, secrets, None).await
+    }
+
+    /// [`SandboxService::start`], with providers built against `environments`: a change
+    /// there (a new ready build, a new default) rebuilds the active provider.
+    pub async fn start_with(
+        pool: SqlitePool,
+        registry: Registry,
+        secrets: SecretBox,
+        environments: Option<Arc<StoreCatalog>>,
+    ) -> Result<Self, SettingError> {
+        let registry = match &environments {
+            Some(catalog) => registry.with_context(BuildContext {
+                environments: catalog.clone(),
+            }),
+            None => registry,
+        };
         let service = SandboxService {
+            environments,
             history: HistoryWriter::new(pool.clone()),
             pool,
             metrics: None,

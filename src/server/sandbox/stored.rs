@@ -138,7 +138,7 @@ impl SandboxService {
             Ok(values) => values,
             Err(error) => return Ok(invalid(FORM_ERROR, error.to_string())),
         };
-        let provider = match (provider_kind.build)(&values) {
+        let provider = match self.registry.build(kind, &values) {
             Ok(provider) => provider,
             Err(SandboxError::ConfigInvalid { errors }) => {
                 return Ok(SaveOutcome::Invalid { errors })

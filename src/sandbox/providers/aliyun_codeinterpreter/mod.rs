@@ -77,7 +77,7 @@ pub fn kind() -> ProviderKind {
     ProviderKind {
         info,
         schema,
-        build,
+        build: |raw, _| build(raw),
     }
 }
 

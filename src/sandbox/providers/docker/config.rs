@@ -9,6 +9,7 @@ use super::{DockerProvider, KIND};
 use crate::{
     model::schema::{ConfigSchema, FieldGroup, FieldKind, FieldSpec},
     sandbox::{
+        environment::BuildContext,
         providers::{config_check::ConfigCheck, fields},
         Error, SandboxProvider,
     },
@@ -38,6 +39,7 @@ pub struct DockerConfig {
     pub max_artifacts: u32,
     pub max_artifact_bytes: u64,
     pub queue_wait_secs: u32,
+    pub environment: String,
 }
 
 impl Default for DockerConfig {
@@ -59,6 +61,7 @@ impl Default for DockerConfig {
             max_artifacts: 10,
             max_artifact_bytes: 10 * MIB,
             queue_wait_secs: 10,
+            environment: String::new(),
         }
     }
 }
@@ -172,19 +175,51 @@ pub fn schema() -> ConfigSchema {
             max_artifacts,
             max_artifact_bytes,
             fields::queue_wait_secs(d.queue_wait_secs, "a free container"),
+            fields::environment(),
         ],
     }
 }
 
 /// Validates stored or submitted values and builds the provider (it connects lazily: a daemon
 /// that is down is a health problem, not a form error). Reports every bad field at once.
+pub fn build_with(
+    raw: &Map<String, Value>,
+    context: &BuildContext,
+) -> Result<Arc<dyn SandboxProvider>, Error> {
+    Ok(Arc::new(build_provider_with(raw, context)?))
+}
+
+/// [`build_with`] without environments (tools and tests).
 pub fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error> {
-    Ok(Arc::new(build_provider(raw)?))
+    build_with(raw, &BuildContext::default())
 }
 
 /// [`build`], keeping the concrete type (tests and diagnostics read its pool).
 pub fn build_provider(raw: &Map<String, Value>) -> Result<DockerProvider, Error> {
+    build_provider_with(raw, &BuildContext::default())
+}
+
+/// [`build_with`], keeping the concrete type.
+pub fn build_provider_with(
+    raw: &Map<String, Value>,
+    context: &BuildContext,
+) -> Result<DockerProvider, Error> {
     let mut check = ConfigCheck::new(KIND, &schema(), raw);
+    let environment = fields::resolve_environment(&mut check, context);
+    if environment.mount().is_some() {
+        // A bind mount names a folder on the daemon's host: only this host's daemon sees ours.
+        check.check("environment", |c| {
+            if c.text("docker_host").starts_with("unix://") {
+                Ok(())
+            } else {
+                Err(
+                    "Environments are mounted from this host's disk: they need a local \
+                     daemon (unix://). Choose 'none' for a remote daemon."
+                        .into(),
+                )
+            }
+        });
+    }
     // Text checks also run when another field failed the schema: the submitted value, or
     // the default when it was left out.
     check.check("docker_host", |c| check_host(&c.text("docker_host")));
@@ -214,7 +249,7 @@ pub fn build_provider(raw: &Map<String, Value>) -> Result<DockerProvider, Error>
             ),
         ));
     }
-    Ok(DockerProvider::new(config))
+    Ok(DockerProvider::new(config, environment))
 }
 
 fn check_host(host: &str) -> Result<(), String> {

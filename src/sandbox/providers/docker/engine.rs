@@ -26,7 +26,10 @@ use tokio::io::AsyncWriteExt;
 use super::{config::DockerConfig, DockerError};
 use crate::{
     model::execution::{Artifact, Language},
-    sandbox::runner::{self, ArtifactFile, ArtifactLimits, Job},
+    sandbox::{
+        environment::{self, Mount},
+        runner::{self, ArtifactFile, ArtifactLimits, Job},
+    },
 };
 
 const BOOT_PY: &str = include_str!("scripts/boot.py");
@@ -141,7 +144,22 @@ pub fn container_body(
     language: Language,
     owner: &str,
     pool: &str,
+    mount: Option<&Mount>,
 ) -> ContainerCreateBody {
+    // Execs inherit the container's variables: the environment's are set once, here.
+    let mut env = base_env();
+    env.extend(
+        environment::sandbox_env(mount)
+            .into_iter()
+            .map(|(name, value)| format!("{name}={value}")),
+    );
+    let binds = mount.map(|mount| {
+        vec![format!(
+            "{}:{}:ro",
+            mount.dir.display(),
+            environment::MOUNT_POINT
+        )]
+    });
     let memory = i64::from(config.memory_mb) * 1024 * 1024;
     let tmpfs = |mb: u32| format!("rw,nosuid,nodev,size={}m,mode=1777", mb);
     ContainerCreateBody {
@@ -150,7 +168,7 @@ pub fn container_body(
         user: Some(KEEPER_USER.into()),
         working_dir: Some("/workspace".into()),
         hostname: Some("sandbox".into()),
-        env: Some(base_env()),
+        env: Some(env),
         network_disabled: Some(true),
         labels: Some(HashMap::from([
             (LABEL_MANAGED.to_owned(), "1".to_owned()),
@@ -177,6 +195,7 @@ pub fn container_body(
             nano_cpus: Some(i64::from(config.cpu_millis) * 1_000_000),
             runtime: Some(config.runtime.clone()),
             auto_remove: Some(false),
+            binds,
             ..Default::default()
         }),
         ..Default::default()
@@ -205,10 +224,11 @@ pub async fn start_container(
     language: Language,
     owner: &str,
     pool: &str,
+    mount: Option<&Mount>,
 ) -> Result<String, DockerError> {
     let image = image_of(config, language).to_owned();
     let created = docker
-        .create_container(None, container_body(config, language, owner, pool))
+        .create_container(None, container_body(config, language, owner, pool, mount))
         .await
         .map_err(|source| match &source {
             bollard::errors::Error::DockerResponseServerError {
@@ -337,6 +357,7 @@ pub async fn run_job(
             "python3".into(),
             "-I".into(),
             "-B".into(),
+            "-u".into(),
             "-c".into(),
             BOOT_PY.into(),
         ],

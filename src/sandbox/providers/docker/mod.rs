@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
-pub use config::{build, build_provider, schema, DockerConfig, GVISOR_MIN_PIDS};
+pub use config::{build, build_provider, build_with, schema, DockerConfig, GVISOR_MIN_PIDS};
 pub use engine::{owner_alive, LABEL_MANAGED, LABEL_OWNER, LABEL_POOL};
 
 use self::error::DockerError;
@@ -23,6 +23,7 @@ use crate::{
     },
     sandbox::{
         self,
+        environment::{Mount, Resolved},
         registry::ProviderKind,
         runner::{self, ArtifactLimits},
         Error, Instance, SandboxProvider,
@@ -57,7 +58,7 @@ pub fn kind() -> ProviderKind {
     ProviderKind {
         info,
         schema,
-        build,
+        build: build_with,
     }
 }
 
@@ -76,6 +77,8 @@ pub struct Shared {
     pool_id: String,
     /// The start-up sweep of a crashed console's containers, done once per provider.
     swept: OnceCell<()>,
+    /// The package environment bound read-only into every container.
+    mount: Option<Mount>,
 }
 
 impl Shared {
@@ -96,10 +99,15 @@ impl Shared {
                 }
             })
             .await;
-        Ok(
-            engine::start_container(&docker, &self.config, language, &self.owner, &self.pool_id)
-                .await?,
+        Ok(engine::start_container(
+            &docker,
+            &self.config,
+            language,
+            &self.owner,
+            &self.pool_id,
+            self.mount.as_ref(),
         )
+        .await?)
     }
 }
 
@@ -124,7 +132,7 @@ pub struct DockerProvider {
 }
 
 impl DockerProvider {
-    pub fn new(config: DockerConfig) -> Self {
+    pub fn new(config: DockerConfig, environment: Resolved) -> Self {
         let size = config.pool_size.max(1) as usize;
         let pool_id = format!("{:016x}", rand::random::<u64>());
         let owner = engine::owner_of(std::process::id()).unwrap_or_else(|| "unknown".into());
@@ -138,6 +146,7 @@ impl DockerProvider {
                 owner,
                 pool_id,
                 swept: OnceCell::new(),
+                mount: environment.mount().cloned(),
             }),
         }
     }
@@ -391,6 +400,14 @@ impl SandboxProvider for DockerProvider {
                 }
             }
         };
+        details.insert(
+            "environment".into(),
+            json!(self
+                .shared
+                .mount
+                .as_ref()
+                .map_or("none", |m| m.name.as_str())),
+        );
         let mut replaced = 0;
         for pool in self.pools() {
             replaced += pool.heal(&self.shared).await;

@@ -9,6 +9,7 @@ use super::{LocalProvider, KIND};
 use crate::{
     model::schema::{ConfigSchema, FieldKind, FieldSpec},
     sandbox::{
+        environment::BuildContext,
         providers::{config_check::ConfigCheck, fields},
         Error, SandboxProvider,
     },
@@ -29,6 +30,7 @@ pub struct LocalConfig {
     pub max_artifact_bytes: u64,
     pub max_concurrent_runs: u32,
     pub queue_wait_secs: u32,
+    pub environment: String,
 }
 
 impl Default for LocalConfig {
@@ -44,6 +46,7 @@ impl Default for LocalConfig {
             max_artifact_bytes: 10 * MIB,
             max_concurrent_runs: 8,
             queue_wait_secs: 10,
+            environment: String::new(),
         }
     }
 }
@@ -91,14 +94,24 @@ pub fn schema() -> ConfigSchema {
             .describe("How many programs run at once; more wait in a queue.")
             .default_value(json!(d.max_concurrent_runs)),
             fields::queue_wait_secs(d.queue_wait_secs, "a free slot"),
+            fields::environment(),
         ],
     }
 }
 
-/// Validates stored or submitted values and builds the provider. Reports every bad field at
-/// once: the schema's type checks and the interpreter paths.
+/// [`build_with`] without environments (tools and tests).
 pub fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error> {
+    build_with(raw, &BuildContext::default())
+}
+
+/// Validates stored or submitted values and builds the provider. Reports every bad field at
+/// once: the schema's type checks, the interpreter paths and the environment's name.
+pub fn build_with(
+    raw: &Map<String, Value>,
+    context: &BuildContext,
+) -> Result<Arc<dyn SandboxProvider>, Error> {
     let mut check = ConfigCheck::new(KIND, &schema(), raw);
+    let environment = fields::resolve_environment(&mut check, context);
     let defaults = LocalConfig::default();
     for (key, default) in [
         ("python_path", defaults.python_path),
@@ -109,7 +122,7 @@ pub fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error
             check_executable(if path.is_empty() { &default } else { path })
         });
     }
-    Ok(Arc::new(LocalProvider::new(check.finish()?)))
+    Ok(Arc::new(LocalProvider::new(check.finish()?, environment)))
 }
 
 fn check_executable(path: &str) -> Result<(), String> {

@@ -21,7 +21,10 @@ use serde_json::{json, Map, Value};
 use super::LocalConfig;
 use crate::{
     model::execution::{Artifact, ExecStatus, Language},
-    sandbox::runner::{self, ArtifactLimits, Job},
+    sandbox::{
+        environment::{self, Mount},
+        runner::{self, ArtifactLimits, Job},
+    },
 };
 
 /// What of the host's /etc a run may read. The rest (shadow, gshadow, ssh host keys, daemon
@@ -116,6 +119,7 @@ fn interpreter(config: &LocalConfig, language: Language) -> &str {
 /// when the run's files are to come back.
 fn container(
     config: &LocalConfig,
+    mount: Option<&Mount>,
     artifacts_dir: Option<&Path>,
     language: Language,
     timeout: Duration,
@@ -138,6 +142,9 @@ fn container(
             &dir.to_string_lossy(),
             &format!("/workspace/{}", runner::ARTIFACT_DIR),
         );
+    }
+    if let Some(mount) = mount {
+        container.bindmount_ro(&mount.dir.to_string_lossy(), environment::MOUNT_POINT);
     }
 
     let cpu_secs = timeout.as_secs() + 1;
@@ -177,6 +184,9 @@ fn container(
         if Path::new(path).exists() {
             ruleset.allow_path(path, read_exec);
         }
+    }
+    if mount.is_some() {
+        ruleset.allow_path(environment::MOUNT_POINT, read_exec);
     }
     let read_write = FsAccess::R | FsAccess::W | FsAccess::X;
     for path in ["/tmp", "/workspace", "/dev"] {
@@ -269,6 +279,7 @@ fn watchdog(
 /// was abandoned.
 pub fn run(
     config: &LocalConfig,
+    mount: Option<&Mount>,
     job: &Job,
     timeout: Duration,
     limits: ArtifactLimits,
@@ -284,7 +295,7 @@ pub fn run(
     std::fs::create_dir(&artifacts_dir)
         .map_err(|e| format!("cannot create the artifacts folder: {e}"))?;
 
-    let mut container = container(config, Some(&artifacts_dir), job.language, timeout)?;
+    let mut container = container(config, mount, Some(&artifacts_dir), job.language, timeout)?;
     for file in &job.files {
         let text = std::str::from_utf8(&file.contents)
             .map_err(|_| format!("{} is not UTF-8 text", file.name))?;
@@ -298,7 +309,11 @@ pub fn run(
         .env("HOME", "/workspace")
         .env("TMPDIR", "/tmp")
         .env("LANG", "C.UTF-8")
-        .env("PYTHONIOENCODING", "utf-8")
+        .env("PYTHONIOENCODING", "utf-8");
+    for (name, value) in environment::sandbox_env(mount) {
+        command.env(name, &value);
+    }
+    command
         .wait_timeout(timeout.as_secs().max(1))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -387,10 +402,16 @@ fn read_capped(mut pipe: impl Read, cap: usize) -> (String, bool) {
 }
 
 /// The health check: starts a sandbox and checks from inside that it is one.
-pub fn probe(config: &LocalConfig) -> Result<Map<String, Value>, String> {
+pub fn probe(config: &LocalConfig, mount: Option<&Mount>) -> Result<Map<String, Value>, String> {
     let probe = "import os, socket\n\
                  print(os.getpid(), len(socket.if_nameindex()), os.access('/usr', os.W_OK), os.path.exists('/work'))";
-    let container = container(config, None, Language::Python, Duration::from_secs(5))?;
+    let container = container(
+        config,
+        mount,
+        None,
+        Language::Python,
+        Duration::from_secs(5),
+    )?;
     let started = Instant::now();
     let output = container
         .command(&config.python_path)
@@ -413,6 +434,10 @@ pub fn probe(config: &LocalConfig) -> Result<Map<String, Value>, String> {
             ("cgroups".to_owned(), json!(running_as_root())),
             ("python".to_owned(), json!(config.python_path)),
             ("node".to_owned(), json!(config.node_path)),
+            (
+                "environment".to_owned(),
+                json!(mount.map_or("none", |m| m.name.as_str())),
+            ),
         ])),
         other => Err(format!("the probe saw a leaky sandbox (pid, interfaces, /usr writable, host files visible): {other:?}")),
     }

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use serde_json::{json, Map};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-pub use config::{build, schema, LocalConfig};
+pub use config::{build, build_with, schema, LocalConfig};
 pub use jail::RawRun;
 
 use self::error::LocalError;
@@ -22,6 +22,7 @@ use crate::{
     },
     sandbox::{
         self,
+        environment::{Mount, Resolved},
         registry::ProviderKind,
         runner::{self, ArtifactLimits, Job, WorkspaceFile},
         Error, Instance, SandboxProvider,
@@ -46,21 +47,24 @@ pub fn kind() -> ProviderKind {
     ProviderKind {
         info,
         schema,
-        build,
+        build: build_with,
     }
 }
 
 #[derive(Debug)]
 pub struct LocalProvider {
     config: Arc<LocalConfig>,
+    /// The package environment mounted read-only into every sandbox.
+    mount: Option<Arc<Mount>>,
     info: ProviderInfo,
     /// One permit per run allowed at once: admission control on a small host.
     slots: Arc<Semaphore>,
 }
 
 impl LocalProvider {
-    pub fn new(config: LocalConfig) -> Self {
+    pub fn new(config: LocalConfig, environment: Resolved) -> Self {
         LocalProvider {
+            mount: environment.mount().cloned().map(Arc::new),
             slots: Arc::new(Semaphore::new(config.max_concurrent_runs.max(1) as usize)),
             config: Arc::new(config),
             info: info(),
@@ -120,9 +124,10 @@ impl LocalProvider {
             max_bytes: config.max_artifact_bytes,
         };
         let (_kill_on_drop, watch) = jail::stop_channel();
+        let mount = self.mount.clone();
         tokio::task::spawn_blocking(move || {
             let _slot = slot;
-            jail::run(&config, &job, timeout, limits, watch)
+            jail::run(&config, mount.as_deref(), &job, timeout, limits, watch)
         })
         .await
         .map_err(LocalError::Crashed)?
@@ -142,9 +147,10 @@ impl SandboxProvider for LocalProvider {
 
     async fn health(&self) -> HealthReport {
         let config = self.config.clone();
+        let mount = self.mount.clone();
         let busy = (self.config.max_concurrent_runs as usize)
             .saturating_sub(self.slots.available_permits());
-        match tokio::task::spawn_blocking(move || jail::probe(&config)).await {
+        match tokio::task::spawn_blocking(move || jail::probe(&config, mount.as_deref())).await {
             Ok(Ok(mut details)) => {
                 details.insert("runs_in_progress".into(), json!(busy));
                 details.insert(

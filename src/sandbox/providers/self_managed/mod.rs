@@ -65,7 +65,7 @@ pub fn kind() -> ProviderKind {
     ProviderKind {
         info,
         schema,
-        build,
+        build: |raw, _| build(raw),
     }
 }
 

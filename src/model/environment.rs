@@ -1,0 +1,328 @@
+//! Package environments as the console shows them: a named set of Python requirements and npm
+//! packages, its builds (each a read-only folder with a lock of exact versions), and how each
+//! provider that mounts it fared importing it.
+
+use serde::{Deserialize, Serialize};
+
+/// Longest requirements text or npm list accepted, in bytes.
+pub const MAX_SPEC_BYTES: usize = 16 * 1024;
+/// Most packages one environment may list (Python and npm together).
+pub const MAX_PACKAGES: usize = 200;
+/// The name a provider's Environment field takes for "no packages: the bare interpreter".
+pub const NONE: &str = "none";
+/// The environment seeded on a first start: RAGFlow's sandbox image's packages.
+pub const DEFAULT_NAME: &str = "default";
+pub const DEFAULT_PYTHON: &str = "numpy\npandas<3\nmatplotlib\nrequests\n";
+pub const DEFAULT_NPM: &str = "axios\n";
+
+/// Where a build stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BuildStatus {
+    Building,
+    Ready,
+    Failed,
+}
+
+impl BuildStatus {
+    pub fn id(self) -> &'static str {
+        match self {
+            BuildStatus::Building => "building",
+            BuildStatus::Ready => "ready",
+            BuildStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "building" => Some(BuildStatus::Building),
+            "ready" => Some(BuildStatus::Ready),
+            "failed" => Some(BuildStatus::Failed),
+            _ => None,
+        }
+    }
+}
+
+/// One package as installed: the lock's line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockedPackage {
+    /// `pypi` or `npm`.
+    pub ecosystem: String,
+    pub name: String,
+    pub version: String,
+    /// Asked for by name in the spec (not pulled in as a dependency).
+    #[serde(default)]
+    pub requested: bool,
+}
+
+/// How one provider fared importing every top-level module of a build.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    /// The provider, and for docker its runtime: `local`, `docker (runc)`, `docker (runsc)`.
+    pub provider: String,
+    pub ok: bool,
+    /// Wall time of importing everything in a fresh sandbox.
+    pub import_ms: Option<u64>,
+    /// What failed, when something did (the first lines of the error).
+    #[serde(default)]
+    pub error: Option<String>,
+    pub checked_at: String,
+}
+
+/// One build of an environment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BuildInfo {
+    pub id: i64,
+    pub environment: String,
+    /// The content address of the build's folder.
+    pub spec_hash: String,
+    pub status: BuildStatus,
+    /// What the build is doing now (while building) or why it failed.
+    pub stage: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub started_by: String,
+    pub size_bytes: Option<i64>,
+    pub lock: Vec<LockedPackage>,
+    pub verification: Vec<Verification>,
+}
+
+/// An environment with the builds that matter: the one in use and the newest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EnvironmentInfo {
+    pub name: String,
+    pub python_requirements: String,
+    pub npm_packages: String,
+    /// Building packages from source distributions is allowed (runs their code on the host).
+    pub allow_sdists: bool,
+    pub version: i64,
+    pub is_default: bool,
+    pub updated_at: String,
+    pub updated_by: String,
+    /// The build runs use.
+    pub ready: Option<BuildInfo>,
+    /// The newest build, when it is not the one in use (building, or failed).
+    pub latest: Option<BuildInfo>,
+    /// Providers whose settings name this environment (or the default, when it is).
+    pub used_by: Vec<String>,
+}
+
+impl EnvironmentInfo {
+    /// One word for the list: building, ready, failed or new (never built).
+    pub fn status(&self) -> &'static str {
+        match (&self.latest, &self.ready) {
+            (Some(latest), _) if latest.status == BuildStatus::Building => "building",
+            (Some(latest), None) if latest.status == BuildStatus::Failed => "failed",
+            (_, Some(_)) => "ready",
+            _ => "new",
+        }
+    }
+}
+
+/// A build's log, read while it runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BuildLog {
+    pub build: BuildInfo,
+    pub log: String,
+}
+
+/// Checks an environment's name: 1 to 40 characters, lowercase letters, digits, `-` and `_`,
+/// starting with a letter; `none` is taken (it means no environment).
+pub fn check_name(name: &str) -> Result<String, String> {
+    let name = name.trim();
+    let ok = !name.is_empty()
+        && name.len() <= 40
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if !ok {
+        return Err(
+            "Use 1 to 40 lowercase letters, digits, '-' or '_', starting with a letter.".into(),
+        );
+    }
+    if name == NONE {
+        return Err("'none' means no environment; choose another name.".into());
+    }
+    Ok(name.to_owned())
+}
+
+/// One requirement per line, pip syntax (`pandas`, `numpy>=2,<3`, `requests[socks]==2.32.3`,
+/// `tzdata; python_version >= "3.9"`); `#` starts a comment. Options (`-r`, `--index-url`,
+/// `-e`) and URLs or paths are refused: the package index is a console setting, and a URL
+/// would fetch from anywhere. Returns the requirements, one per line, trimmed.
+pub fn parse_requirements(text: &str) -> Result<Vec<String>, String> {
+    if text.len() > MAX_SPEC_BYTES {
+        return Err(format!(
+            "Keep the requirements under {} KiB.",
+            MAX_SPEC_BYTES / 1024
+        ));
+    }
+    let mut out = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or_default().trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |why: &str| Err(format!("Line {}: {why} ({line})", number + 1));
+        if line.starts_with('-') {
+            return bad("pip options are not accepted here; the package index is a setting");
+        }
+        if line.contains("://")
+            || line.contains(" @ ")
+            || line.starts_with('.')
+            || line.starts_with('/')
+        {
+            return bad("URLs and paths are not accepted; name a package from the index");
+        }
+        let name_end = line
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
+            .unwrap_or(line.len());
+        if name_end == 0 {
+            return bad("a requirement starts with a package name");
+        }
+        let rest = line[name_end..].trim_start();
+        if !(rest.is_empty() || rest.starts_with(['=', '<', '>', '!', '~', '[', ';', ','])) {
+            return bad("expected a version specifier such as ==1.2 or >=2 after the name");
+        }
+        out.push(line.to_owned());
+    }
+    Ok(out)
+}
+
+/// npm packages, one per line or separated by spaces: `axios`, `axios@1.7.9`, `lodash@^4`,
+/// `@scope/name@2`. `#` starts a comment. Git URLs, tarballs and paths are refused.
+pub fn parse_npm(text: &str) -> Result<Vec<String>, String> {
+    if text.len() > MAX_SPEC_BYTES {
+        return Err(format!(
+            "Keep the npm list under {} KiB.",
+            MAX_SPEC_BYTES / 1024
+        ));
+    }
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or_default();
+        for item in line.split_whitespace() {
+            let (scope, rest) = match item.strip_prefix('@') {
+                Some(rest) => match rest.split_once('/') {
+                    Some((scope, rest)) => (Some(scope), rest),
+                    None => return Err(format!("{item}: a scoped package reads @scope/name")),
+                },
+                None => (None, item),
+            };
+            let (name, version) = rest.split_once('@').unwrap_or((rest, ""));
+            let name_ok = |s: &str| {
+                !s.is_empty()
+                    && s.len() <= 214
+                    && !s.starts_with(['.', '_'])
+                    && s.chars().all(|c| {
+                        c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '_')
+                    })
+            };
+            if !name_ok(name) || scope.is_some_and(|s| !name_ok(s)) {
+                return Err(format!(
+                    "{item}: npm names are lowercase letters, digits, '-', '.' and '_'"
+                ));
+            }
+            let version_ok = version.chars().all(|c| {
+                c.is_ascii_alphanumeric()
+                    || matches!(c, '.' | '-' | '+' | '^' | '~' | '<' | '>' | '=' | '*')
+            });
+            if !version_ok {
+                return Err(format!(
+                    "{item}: give a version or range (axios@1.7.9, lodash@^4); URLs and paths are not accepted"
+                ));
+            }
+            out.push(item.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// The name an npm spec asks for (`@scope/name@2` → `@scope/name`).
+pub fn npm_name(spec: &str) -> &str {
+    let skip = usize::from(spec.starts_with('@'));
+    match spec[skip..].find('@') {
+        Some(at) => &spec[..skip + at],
+        None => spec,
+    }
+}
+
+/// The project name a requirement asks for, normalized as PyPI does (`Foo_Bar` → `foo-bar`).
+pub fn requirement_name(line: &str) -> String {
+    let end = line
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
+        .unwrap_or(line.len());
+    normalize(&line[..end])
+}
+
+/// PEP 503 normalization.
+pub fn normalize(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut dash = false;
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            dash = true;
+        } else {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requirements_take_pip_specifiers_and_refuse_options_and_urls() {
+        let ok = parse_requirements("# charts\nnumpy>=2,<3\n\npandas  # data\nrequests[socks]==2.32.3\ntzdata; python_version >= \"3.9\"\n").unwrap();
+
+        assert_eq!(
+            ok,
+            [
+                "numpy>=2,<3",
+                "pandas",
+                "requests[socks]==2.32.3",
+                "tzdata; python_version >= \"3.9\""
+            ]
+        );
+        assert!(
+            parse_requirements("--index-url https://evil.example/simple")
+                .unwrap_err()
+                .starts_with("Line 1: pip options")
+        );
+        assert!(parse_requirements("numpy\nfoo @ https://x.example/foo.whl")
+            .unwrap_err()
+            .starts_with("Line 2: URLs"));
+        assert!(parse_requirements("numpy lol")
+            .unwrap_err()
+            .contains("version specifier"));
+    }
+
+    #[test]
+    fn npm_specs_take_names_versions_and_scopes() {
+        let ok = parse_npm("axios@1.7.9 lodash@^4\n@types/node  # types\n").unwrap();
+
+        assert_eq!(ok, ["axios@1.7.9", "lodash@^4", "@types/node"]);
+        assert_eq!(npm_name("@types/node@20"), "@types/node");
+        assert_eq!(npm_name("axios"), "axios");
+        assert!(parse_npm("git+https://github.com/x/y").is_err());
+        assert!(parse_npm("Axios").is_err());
+        assert!(parse_npm("@scope").is_err());
+    }
+
+    #[test]
+    fn names_are_checked_and_none_is_reserved() {
+        assert_eq!(check_name(" data-2 ").unwrap(), "data-2");
+        assert!(check_name("none").is_err());
+        assert!(check_name("Data").is_err());
+        assert!(check_name("2data").is_err());
+        assert_eq!(normalize("Foo__Bar.baz"), "foo-bar-baz");
+        assert_eq!(requirement_name("Pandas<3"), "pandas");
+    }
+}

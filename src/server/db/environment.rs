@@ -1,0 +1,356 @@
+//! Repository for `environment`, `environment_build` and `environment_generation`. Every write
+//! that changes what a name stands for bumps the generation in the same transaction.
+
+use sqlx::{Sqlite, SqliteExecutor, SqlitePool, Transaction};
+
+use crate::model::environment::{BuildInfo, BuildStatus, LockedPackage, Verification};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    #[error("there is no environment named {0:?}")]
+    Unknown(String),
+    #[error("{0:?} was changed by someone else (version {1} is current); reload and try again")]
+    Stale(String, i64),
+    #[error("an environment named {0:?} exists already")]
+    Exists(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct EnvRow {
+    pub name: String,
+    pub python_requirements: String,
+    pub npm_packages: String,
+    pub allow_sdists: bool,
+    pub is_default: bool,
+    pub version: i64,
+    pub ready_build: Option<i64>,
+    pub updated_at: String,
+    pub updated_by: String,
+}
+
+const ENV_COLUMNS: &str = "name, python_requirements, npm_packages, allow_sdists, is_default, \
+                           version, ready_build, updated_at, updated_by";
+
+#[derive(sqlx::FromRow)]
+struct BuildRow {
+    id: i64,
+    environment: String,
+    spec_hash: String,
+    status: String,
+    stage: String,
+    lock: String,
+    size_bytes: Option<i64>,
+    verification: String,
+    started_at: String,
+    finished_at: Option<String>,
+    started_by: String,
+}
+
+const BUILD_COLUMNS: &str = "id, environment, spec_hash, status, stage, lock, size_bytes, \
+                             verification, started_at, finished_at, started_by";
+
+impl From<BuildRow> for BuildInfo {
+    fn from(row: BuildRow) -> Self {
+        BuildInfo {
+            id: row.id,
+            environment: row.environment,
+            spec_hash: row.spec_hash,
+            status: BuildStatus::parse(&row.status).unwrap_or(BuildStatus::Failed),
+            stage: row.stage,
+            started_at: row.started_at,
+            finished_at: row.finished_at,
+            started_by: row.started_by,
+            size_bytes: row.size_bytes,
+            lock: serde_json::from_str::<Vec<LockedPackage>>(&row.lock).unwrap_or_default(),
+            verification: serde_json::from_str::<Vec<Verification>>(&row.verification)
+                .unwrap_or_default(),
+        }
+    }
+}
+
+pub async fn list(pool: &SqlitePool) -> Result<Vec<EnvRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "select {ENV_COLUMNS} from environment order by is_default desc, name"
+    ))
+    .fetch_all(pool)
+    .await
+}
+
+pub async fn get(db: impl SqliteExecutor<'_>, name: &str) -> Result<Option<EnvRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "select {ENV_COLUMNS} from environment where name = ?"
+    ))
+    .bind(name)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn generation(db: impl SqliteExecutor<'_>) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("select value from environment_generation where id = 1")
+        .fetch_one(db)
+        .await
+}
+
+async fn bump(tx: &mut Transaction<'_, Sqlite>) -> Result<(), sqlx::Error> {
+    sqlx::query("update environment_generation set value = value + 1 where id = 1")
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// The spec an environment is saved with.
+pub struct Spec<'a> {
+    pub python_requirements: &'a str,
+    pub npm_packages: &'a str,
+    pub allow_sdists: bool,
+}
+
+/// Creates (`expected` = None) or updates (`expected` = the version the form showed) an
+/// environment's spec. The first environment ever created becomes the default.
+pub async fn save(
+    pool: &SqlitePool,
+    name: &str,
+    spec: &Spec<'_>,
+    expected: Option<i64>,
+    actor: &str,
+) -> Result<i64, EnvError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let current = get(&mut *tx, name).await?;
+    let version = match (current, expected) {
+        (Some(row), Some(version)) if row.version == version => {
+            sqlx::query(
+                "update environment set python_requirements = ?, npm_packages = ?, \
+                 allow_sdists = ?, version = version + 1, updated_by = ?, \
+                 updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') where name = ?",
+            )
+            .bind(spec.python_requirements)
+            .bind(spec.npm_packages)
+            .bind(spec.allow_sdists)
+            .bind(actor)
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
+            version + 1
+        }
+        (Some(row), Some(_)) => return Err(EnvError::Stale(name.to_owned(), row.version)),
+        (Some(_), None) => return Err(EnvError::Exists(name.to_owned())),
+        (None, Some(_)) => return Err(EnvError::Unknown(name.to_owned())),
+        (None, None) => {
+            let first: bool = sqlx::query_scalar("select count(*) = 0 from environment")
+                .fetch_one(&mut *tx)
+                .await?;
+            sqlx::query(
+                "insert into environment (name, python_requirements, npm_packages, \
+                 allow_sdists, is_default, updated_by) values (?, ?, ?, ?, ?, ?)",
+            )
+            .bind(name)
+            .bind(spec.python_requirements)
+            .bind(spec.npm_packages)
+            .bind(spec.allow_sdists)
+            .bind(first)
+            .bind(actor)
+            .execute(&mut *tx)
+            .await?;
+            if first {
+                bump(&mut tx).await?;
+            }
+            1
+        }
+    };
+    tx.commit().await?;
+    Ok(version)
+}
+
+pub async fn set_default(pool: &SqlitePool, name: &str) -> Result<(), EnvError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    if get(&mut *tx, name).await?.is_none() {
+        return Err(EnvError::Unknown(name.to_owned()));
+    }
+    sqlx::query("update environment set is_default = 0 where is_default = 1")
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("update environment set is_default = 1 where name = ?")
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+    bump(&mut tx).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Deletes an environment and its build rows; returns the content addresses its builds had.
+pub async fn delete(pool: &SqlitePool, name: &str) -> Result<Vec<String>, EnvError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    if get(&mut *tx, name).await?.is_none() {
+        return Err(EnvError::Unknown(name.to_owned()));
+    }
+    let hashes: Vec<String> = sqlx::query_scalar(
+        "select distinct spec_hash from environment_build where environment = ?",
+    )
+    .bind(name)
+    .fetch_all(&mut *tx)
+    .await?;
+    sqlx::query("delete from environment_build where environment = ?")
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("delete from environment where name = ?")
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+    bump(&mut tx).await?;
+    tx.commit().await?;
+    Ok(hashes)
+}
+
+pub async fn start_build(
+    pool: &SqlitePool,
+    name: &str,
+    spec_hash: &str,
+    actor: &str,
+) -> Result<i64, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let id = sqlx::query_scalar(
+        "insert into environment_build (environment, spec_hash, status, stage, started_by) \
+         values (?, ?, 'building', 'queued', ?) returning id",
+    )
+    .bind(name)
+    .bind(spec_hash)
+    .bind(actor)
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// A build in progress: its stage and the log so far.
+pub async fn progress(
+    pool: &SqlitePool,
+    id: i64,
+    stage: &str,
+    log: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("update environment_build set stage = ?, log = ? where id = ?")
+        .bind(stage)
+        .bind(log)
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// A build that failed: the environment keeps the build it had.
+pub async fn fail_build(
+    pool: &SqlitePool,
+    id: i64,
+    why: &str,
+    log: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "update environment_build set status = 'failed', stage = ?, log = ?, \
+         finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') where id = ?",
+    )
+    .bind(why)
+    .bind(log)
+    .bind(id)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// A build that is ready becomes the one its environment's runs use.
+pub async fn finish_build(
+    pool: &SqlitePool,
+    id: i64,
+    log: &str,
+    lock: &[LockedPackage],
+    size_bytes: i64,
+) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    sqlx::query(
+        "update environment_build set status = 'ready', stage = 'ready', log = ?, lock = ?, \
+         size_bytes = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') where id = ?",
+    )
+    .bind(log)
+    .bind(serde_json::to_string(lock).unwrap_or_else(|_| "[]".into()))
+    .bind(size_bytes)
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "update environment set ready_build = ? \
+         where name = (select environment from environment_build where id = ?)",
+    )
+    .bind(id)
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    bump(&mut tx).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+pub async fn set_verification(
+    pool: &SqlitePool,
+    id: i64,
+    verification: &[Verification],
+) -> Result<(), sqlx::Error> {
+    sqlx::query("update environment_build set verification = ? where id = ?")
+        .bind(serde_json::to_string(verification).unwrap_or_else(|_| "[]".into()))
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+pub async fn build(pool: &SqlitePool, id: i64) -> Result<Option<BuildInfo>, sqlx::Error> {
+    let row: Option<BuildRow> = sqlx::query_as(&format!(
+        "select {BUILD_COLUMNS} from environment_build where id = ?"
+    ))
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(BuildInfo::from))
+}
+
+pub async fn build_log(pool: &SqlitePool, id: i64) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("select log from environment_build where id = ?")
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// The newest build of an environment.
+pub async fn latest_build(pool: &SqlitePool, name: &str) -> Result<Option<BuildInfo>, sqlx::Error> {
+    let row: Option<BuildRow> = sqlx::query_as(&format!(
+        "select {BUILD_COLUMNS} from environment_build where environment = ? order by id desc limit 1"
+    ))
+    .bind(name)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(BuildInfo::from))
+}
+
+/// Builds left `building` by a console that stopped: they never finish now.
+pub async fn abandon_unfinished(pool: &SqlitePool) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query(
+        "update environment_build set status = 'failed', \
+         stage = 'interrupted: the console stopped during the build', \
+         finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') where status = 'building'",
+    )
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Content addresses still needed: the builds environments use, and builds under way.
+pub async fn hashes_in_use(pool: &SqlitePool) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "select spec_hash from environment_build where status = 'building' \
+         or id in (select ready_build from environment where ready_build is not null)",
+    )
+    .fetch_all(pool)
+    .await
+}

@@ -1,0 +1,106 @@
+//! What each environment's name stands for right now, kept in memory for providers' `build`
+//! (which cannot wait on the database) and reloaded when the stored generation moves.
+
+use std::{collections::HashMap, path::PathBuf, sync::RwLock};
+
+use sqlx::SqlitePool;
+
+use crate::{
+    model::environment::NONE,
+    sandbox::environment::{self, Catalog, Mount, Resolved},
+    server::db::environment as db,
+};
+
+#[derive(Debug, Default)]
+struct Snapshot {
+    generation: i64,
+    default: Option<String>,
+    /// Each environment and its ready build's content address, if it has one.
+    environments: HashMap<String, Option<String>>,
+}
+
+/// The console's environments as providers see them.
+#[derive(Debug)]
+pub struct StoreCatalog {
+    store: PathBuf,
+    snapshot: RwLock<Snapshot>,
+}
+
+impl StoreCatalog {
+    pub fn new(store: PathBuf) -> Self {
+        StoreCatalog {
+            store,
+            snapshot: RwLock::new(Snapshot {
+                generation: -1,
+                ..Snapshot::default()
+            }),
+        }
+    }
+
+    pub fn store(&self) -> &std::path::Path {
+        &self.store
+    }
+
+    /// The generation last loaded.
+    pub fn generation(&self) -> i64 {
+        self.snapshot.read().expect("catalog lock").generation
+    }
+
+    /// Reads every environment and its ready build again.
+    pub async fn reload(&self, pool: &SqlitePool) -> Result<(), sqlx::Error> {
+        let generation = db::generation(pool).await?;
+        let rows: Vec<(String, bool, Option<String>)> = sqlx::query_as(
+            "select e.name, e.is_default, b.spec_hash from environment e \
+             left join environment_build b on b.id = e.ready_build",
+        )
+        .fetch_all(pool)
+        .await?;
+        let mut next = Snapshot {
+            generation,
+            ..Snapshot::default()
+        };
+        for (name, is_default, hash) in rows {
+            if is_default {
+                next.default = Some(name.clone());
+            }
+            next.environments.insert(name, hash);
+        }
+        *self.snapshot.write().expect("catalog lock") = next;
+        Ok(())
+    }
+}
+
+impl Catalog for StoreCatalog {
+    fn resolve(&self, name: &str) -> Result<Resolved, String> {
+        let snapshot = self.snapshot.read().expect("catalog lock");
+        let name = match name.trim() {
+            NONE => return Ok(Resolved::Bare),
+            "" => match &snapshot.default {
+                Some(name) => name.clone(),
+                None => return Ok(Resolved::Bare),
+            },
+            other => other.to_owned(),
+        };
+        let Some(build) = snapshot.environments.get(&name) else {
+            return Err(format!(
+                "There is no environment named '{name}'. Create it on the Environments page, or \
+                 leave the field blank for the default."
+            ));
+        };
+        let Some(hash) = build else {
+            return Ok(Resolved::Pending { name });
+        };
+        let dir = self.store.join(hash);
+        if !environment::is_complete(&dir) {
+            // The folder went missing (deleted by hand, a store on another disk): run bare
+            // rather than fail every run; the Environments page shows it.
+            tracing::warn!(%name, dir = %dir.display(), "an environment's ready build is missing from the store");
+            return Ok(Resolved::Pending { name });
+        }
+        Ok(Resolved::Ready(Mount {
+            name,
+            build: hash.clone(),
+            dir,
+        }))
+    }
+}
