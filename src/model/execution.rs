@@ -70,6 +70,12 @@ pub enum RequestProblem {
     CodeTooLarge { bytes: usize },
     #[error("timeout must be a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}")]
     TimeoutOutOfRange { secs: u64 },
+    #[error("there is no environment named {name:?}; GET /api/v1/environments lists them")]
+    UnknownEnvironment { name: String },
+    #[error("environment {name:?} has no ready build yet; build it first (or wait for its build)")]
+    EnvironmentNotReady { name: String },
+    #[error("the active provider ({provider}) does not mount package environments")]
+    EnvironmentsUnsupported { provider: String },
 }
 
 impl ExecRequest {

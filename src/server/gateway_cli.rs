@@ -363,6 +363,7 @@ pub async fn exec(config: &Config, a: ExecArgs<'_>) -> anyhow::Result<i32> {
                 "--timeout must be a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}"
             ))
         }
+        Err(other) => return usage(other.to_string()),
     }
     let service = std::sync::Arc::new(service(config).await?);
     let caller = shell_caller();

@@ -3,6 +3,7 @@
 //! the console; and its health, cached so a frozen backend never holds a page.
 
 use std::{
+    collections::HashMap,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc, Mutex, RwLock,
@@ -10,12 +11,18 @@ use std::{
     time::{Duration, Instant},
 };
 
-use serde_json::Map;
+use serde_json::{json, Map, Value};
 
 use super::{stored::setting_name, SandboxService};
 use crate::{
-    model::provider::{ActiveStatus, HealthReport, RunningProvider},
-    sandbox::SandboxProvider,
+    model::{
+        execution::RequestProblem,
+        provider::{ActiveStatus, HealthReport, RunningProvider},
+    },
+    sandbox::{
+        environment::{Catalog, Resolved},
+        Error as SandboxError, SandboxProvider,
+    },
     server::db::system_setting::{self, SettingError},
 };
 
@@ -35,6 +42,9 @@ pub(super) struct Loaded {
     /// The stored settings last loaded (also when nothing could be built from them), to
     /// notice changes made by another process.
     seen: RwLock<Fingerprint>,
+    /// The active provider's kind built with another environment, by environment name (runs
+    /// that ask for one); dropped with the active provider they were built beside.
+    variants: Mutex<HashMap<String, Arc<dyn SandboxProvider>>>,
 }
 
 /// How long a health probe of the active provider may take before it counts as failed.
@@ -164,9 +174,70 @@ impl SandboxService {
             &mut *self.loaded.active.write().expect("active provider lock"),
             next,
         );
+        let variants = std::mem::take(&mut *self.loaded.variants.lock().expect("variants lock"));
         if let Some(previous) = previous {
             tokio::spawn(async move { previous.provider.shutdown().await });
         }
+        for (_, variant) in variants {
+            tokio::spawn(async move { variant.shutdown().await });
+        }
+    }
+
+    /// The active provider (of `kind`), or the same kind built with environment `name` when
+    /// that is not the one its settings give.
+    pub(super) async fn in_environment(
+        &self,
+        kind: &str,
+        active: Arc<dyn SandboxProvider>,
+        name: &str,
+    ) -> Result<Arc<dyn SandboxProvider>, SandboxError> {
+        let unsupported = || {
+            SandboxError::Request(RequestProblem::EnvironmentsUnsupported {
+                provider: kind.to_owned(),
+            })
+        };
+        let catalog = self.environments.as_ref().ok_or_else(unsupported)?;
+        let mounts = self
+            .registry
+            .get(kind)
+            .is_ok_and(|k| (k.schema)().fields.iter().any(|f| f.key == "environment"));
+        if !mounts {
+            return Err(unsupported());
+        }
+        let wanted = match catalog.resolve(name) {
+            Err(_) => {
+                return Err(SandboxError::Request(RequestProblem::UnknownEnvironment {
+                    name: name.to_owned(),
+                }))
+            }
+            Ok(Resolved::Pending { name }) => {
+                return Err(SandboxError::Request(RequestProblem::EnvironmentNotReady { name }))
+            }
+            Ok(resolved) => resolved,
+        };
+        let stored = self
+            .stored_values(&self.pool, kind)
+            .await
+            .map_err(|e| SandboxError::Backend(e.to_string()))?;
+        let own = stored
+            .get("environment")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if catalog.resolve(own).ok().as_ref() == Some(&wanted) {
+            return Ok(active);
+        }
+        if let Some(variant) = self.loaded.variants.lock().expect("variants lock").get(name) {
+            return Ok(variant.clone());
+        }
+        let mut config = self
+            .open_secrets(kind, stored)
+            .map_err(|e| SandboxError::Backend(e.to_string()))?;
+        config.insert("environment".into(), json!(name));
+        let variant = self.registry.build(kind, &config)?;
+        let mut variants = self.loaded.variants.lock().expect("variants lock");
+        // Another run may have built it meanwhile: keep one.
+        let kept = variants.entry(name.to_owned()).or_insert(variant).clone();
+        Ok(kept)
     }
 
     /// Shuts the active provider down (the console is stopping): runs still in flight are
@@ -183,6 +254,10 @@ impl SandboxService {
             .take();
         if let Some(previous) = previous {
             previous.provider.shutdown().await;
+        }
+        let variants = std::mem::take(&mut *self.loaded.variants.lock().expect("variants lock"));
+        for (_, variant) in variants {
+            variant.shutdown().await;
         }
     }
 

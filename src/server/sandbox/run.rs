@@ -55,16 +55,30 @@ impl SandboxService {
         request: &ExecRequest,
         caller: &Caller,
     ) -> Result<Run, SandboxError> {
+        self.execute_in(request, caller, None).await
+    }
+
+    /// [`SandboxService::execute`] in the named environment instead of the one the active
+    /// provider's settings give: refused when the name is unknown or has no ready build.
+    pub async fn execute_in(
+        self: &Arc<Self>,
+        request: &ExecRequest,
+        caller: &Caller,
+        environment: Option<&str>,
+    ) -> Result<Run, SandboxError> {
         request.check()?;
         if self.runs.tracker.is_closed() {
             return Err(SandboxError::ShuttingDown);
         }
         let (service, request, caller) = (self.clone(), request.clone(), caller.clone());
+        let environment = environment.map(str::to_owned);
         let task = self
             .runs
             .tracker
             .spawn(tracing::Instrument::in_current_span(async move {
-                service.run_and_record(&request, &caller).await
+                service
+                    .run_and_record(&request, &caller, environment.as_deref())
+                    .await
             }));
         task.await.unwrap_or_else(|crashed| {
             Err(SandboxError::Backend(format!("the run crashed: {crashed}")))
@@ -75,6 +89,7 @@ impl SandboxService {
         &self,
         request: &ExecRequest,
         caller: &Caller,
+        environment: Option<&str>,
     ) -> Result<Run, SandboxError> {
         if let Err(error) = self.refresh().await {
             tracing::warn!(%error, "could not check the stored sandbox settings; running with the loaded ones");
@@ -83,6 +98,10 @@ impl SandboxService {
         let mut deadline = None;
         let (kind, outcome) = loop {
             let (kind, provider) = self.active().ok_or(SandboxError::NoActiveProvider)?;
+            let provider = match environment {
+                Some(name) => self.in_environment(&kind, provider, name).await?,
+                None => provider,
+            };
             tracing::Span::current().record("provider", kind.as_str());
             if !provider.languages().contains(&request.language) {
                 return Err(SandboxError::Unsupported(request.language));

@@ -105,6 +105,7 @@ async fn run(
             RequestProblem::TimeoutOutOfRange { .. } => format!(
                 "The timeout must be a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}."
             ),
+            other => other.to_string(),
         })
     })?;
     state

@@ -38,6 +38,10 @@ pub struct ExecuteRequest {
     arguments: Option<Map<String, Value>>,
     /// Seconds, 1..600; the provider's configured timeout caps it.
     timeout: Option<u64>,
+    /// A package environment by name (see `GET /api/v1/environments`); absent: the one the
+    /// active provider's settings give. Refused when unknown or not built yet.
+    #[schema(example = "default")]
+    environment: Option<String>,
 }
 
 /// How a run ended. A program that fails or times out is still a `200` with its status.
@@ -81,10 +85,24 @@ impl From<Run> for ExecuteResponse {
 
 /// Reads an execute request, with a message that says exactly what is wrong.
 pub fn parse_request(body: &[u8]) -> Result<ExecRequest, ApiError> {
+    parse_body(body).map(|(request, _)| request)
+}
+
+/// [`parse_request`] and the environment the request names, if it names one.
+pub fn parse_body(body: &[u8]) -> Result<(ExecRequest, Option<String>), ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::invalid(format!("the body is not valid JSON: {e}")))?;
     let Value::Object(mut fields) = value else {
         return Err(ApiError::invalid("the body must be a JSON object"));
+    };
+    let environment = match fields.remove("environment") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) if !name.trim().is_empty() => Some(name.trim().to_owned()),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "environment must be the name of an environment, e.g. \"default\"",
+            ))
+        }
     };
     let language = match fields.remove("language") {
         Some(Value::String(name)) => name.parse::<Language>().map_err(ApiError::invalid)?,
@@ -135,7 +153,7 @@ pub fn parse_request(body: &[u8]) -> Result<ExecRequest, ApiError> {
     request
         .check()
         .map_err(|problem| ApiError::invalid(problem.to_string()))?;
-    Ok(request)
+    Ok((request, environment))
 }
 
 /// Run code through the active provider.
@@ -165,12 +183,47 @@ pub async fn execute(
 ) -> Result<Json<ExecuteResponse>, ApiError> {
     let key = state.api_keys.authorize(&headers, Scope::Execute).await?;
     let body = body.map_err(ApiError::body)?;
-    let request = parse_request(&body)?;
+    let (request, environment) = parse_body(&body)?;
     let run = state
         .sandbox
-        .execute(&request, &Caller::api_key(&key.name, Source::Rest))
+        .execute_in(
+            &request,
+            &Caller::api_key(&key.name, Source::Rest),
+            environment.as_deref(),
+        )
         .await?;
     Ok(Json(run.into()))
+}
+
+/// The package environments: spec, status, the lock of the build in use, its verification
+/// per provider, and the providers that use each.
+#[utoipa::path(
+    get,
+    path = "/api/v1/environments",
+    tag = "execute",
+    security(("api_key" = ["admin"])),
+    responses(
+        (status = 200, description = "`{\"environments\": [...]}`, the default first"),
+        (status = 401, description = "No API key, or an unknown or revoked one", body = super::error::ErrorBody),
+        (status = 403, description = "The key lacks the `admin` scope", body = super::error::ErrorBody),
+    )
+)]
+#[tracing::instrument(name = "GET /api/v1/environments", skip_all)]
+pub async fn environments(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    state.api_keys.authorize(&headers, Scope::Admin).await?;
+    let list = state
+        .environments
+        .list()
+        .await
+        .map_err(ApiError::internal)?;
+    let rows: Vec<Value> = list
+        .iter()
+        .map(|env| Value::Object(crate::server::environments::to_json(env)))
+        .collect();
+    Ok(Json(serde_json::json!({ "environments": rows })))
 }
 
 /// The providers this console knows, and the active one with its languages and health.

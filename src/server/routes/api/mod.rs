@@ -66,6 +66,7 @@ pub fn routes(max_body_bytes: usize) -> (Router<AppState>, utoipa::openapi::Open
     let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(execute::execute))
         .routes(routes!(execute::providers))
+        .routes(routes!(execute::environments))
         .routes(routes!(ragflow_run::run))
         .routes(routes!(ragflow_admin::providers))
         .routes(routes!(ragflow_admin::schema))

@@ -334,6 +334,8 @@ fn problem_422(problem: RequestProblem) -> Unprocessable {
             TIMEOUT_MESSAGE,
             Some(&Value::from(secs)),
         ),
+        // /run names no environment; kept for completeness.
+        other => unprocessable("value_error", "environment", &other.to_string(), None),
     }
 }
 
