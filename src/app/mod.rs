@@ -17,6 +17,7 @@ use leptos_router::{
 use components::layout::Layout;
 use pages::{
     api_keys::ApiKeysPage,
+    environments::{EnvironmentDetailPage, EnvironmentsPage},
     history::{ExecutionPage, HistoryListPage},
     login::LoginPage,
     not_found::NotFoundPage,
@@ -40,6 +41,8 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/") view=|| view! { <Layout><OverviewPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/sandbox-settings") view=|| view! { <Layout><SandboxSettingsPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/api-keys") view=|| view! { <Layout><ApiKeysPage/></Layout> } ssr=SsrMode::Async/>
+                <Route path=path!("/admin/environments") view=|| view! { <Layout><EnvironmentsPage/></Layout> } ssr=SsrMode::Async/>
+                <Route path=path!("/admin/environments/:name") view=|| view! { <Layout><EnvironmentDetailPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/history") view=|| view! { <Layout><HistoryListPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/history/:id") view=|| view! { <Layout><ExecutionPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/audit") view=|| view! { <Layout><SettingsAuditPage/></Layout> } ssr=SsrMode::Async/>

@@ -12,8 +12,8 @@ pub const MAX_PACKAGES: usize = 200;
 pub const NONE: &str = "none";
 /// The environment seeded on a first start: RAGFlow's sandbox image's packages.
 pub const DEFAULT_NAME: &str = "default";
-pub const DEFAULT_PYTHON: &str = "numpy\npandas<3\nmatplotlib\nrequests\n";
-pub const DEFAULT_NPM: &str = "axios\n";
+pub const DEFAULT_PYTHON: &str = "numpy\npandas<3\nmatplotlib\nrequests";
+pub const DEFAULT_NPM: &str = "axios";
 
 /// Where a build stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,6 +124,41 @@ impl EnvironmentInfo {
 pub struct BuildLog {
     pub build: BuildInfo,
     pub log: String,
+}
+
+/// What the create/edit form held, given back after a refused save.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EnvironmentForm {
+    pub name: String,
+    pub python_requirements: String,
+    pub npm_packages: String,
+    pub allow_sdists: bool,
+    /// The version edited (absent when creating).
+    pub version: Option<i64>,
+}
+
+/// The outcome of the last plain form post on the environments pages, once.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum EnvironmentFlash {
+    Done {
+        message: String,
+    },
+    Refused {
+        message: String,
+        /// Per-field messages, keyed by form field.
+        #[serde(default)]
+        errors: std::collections::BTreeMap<String, String>,
+        form: Option<EnvironmentForm>,
+    },
+}
+
+/// An environment's page: the environment, its newest build's log, and the page's flash.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EnvironmentPage {
+    pub environment: EnvironmentInfo,
+    /// The newest build's log (the one building, failed or in use).
+    pub log: Option<BuildLog>,
+    pub flash: Option<EnvironmentFlash>,
 }
 
 /// Checks an environment's name: 1 to 40 characters, lowercase letters, digits, `-` and `_`,

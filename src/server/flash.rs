@@ -5,7 +5,10 @@
 use serde::{de::DeserializeOwned, Serialize};
 use tower_sessions::Session;
 
-use crate::model::{api_key::ApiKeyFlash, history::HistoryFlash, settings::SandboxFlash};
+use crate::model::{
+    api_key::ApiKeyFlash, environment::EnvironmentFlash, history::HistoryFlash,
+    settings::SandboxFlash,
+};
 
 /// A page's one-time outcome.
 pub trait Flash: Serialize + DeserializeOwned {
@@ -23,6 +26,10 @@ impl Flash for HistoryFlash {
 
 impl Flash for ApiKeyFlash {
     const KEY: &'static str = "api_key_flash";
+}
+
+impl Flash for EnvironmentFlash {
+    const KEY: &'static str = "environment_flash";
 }
 
 pub async fn put<T: Flash>(

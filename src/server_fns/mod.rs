@@ -4,6 +4,7 @@
 pub mod api_keys;
 pub mod audit;
 pub mod auth;
+pub mod environments;
 pub mod error;
 pub mod history;
 pub mod sandbox;

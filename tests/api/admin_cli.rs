@@ -137,6 +137,7 @@ async fn first_start_prints_a_one_time_password_that_signs_in_and_sigterm_stops_
         .env_remove("ADMIN_PASSWORD")
         .env_remove("DATABASE_URL")
         .env_remove("ADMIN_USERNAME")
+        .env("SANDBOX_CONSOLE_BUILD_DEFAULT_ENVIRONMENT", "false")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -965,6 +965,7 @@ async fn sigterm_ends_within_the_grace_with_half_sent_requests_and_long_runs() {
             .arg("--data-dir")
             .arg(data.path())
             .env("ADMIN_PASSWORD", "correct horse battery")
+            .env("SANDBOX_CONSOLE_BUILD_DEFAULT_ENVIRONMENT", "false")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()

@@ -31,6 +31,8 @@ pub fn test_config(data_dir: &TempDir) -> Config {
     config.admin_username = ADMIN.into();
     config.admin_password = Some(PASSWORD.into());
     config.secure_cookies = false;
+    // Tests build the environments they need; none builds RAGFlow's default in the background.
+    config.build_default_environment = false;
     config
 }
 

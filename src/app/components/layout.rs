@@ -17,6 +17,7 @@ pub fn Layout(children: Children) -> impl IntoView {
             <nav class="mainnav" aria-label="Main">
                 <A href="/" exact=true>"Dashboard"</A>
                 <A href="/admin/sandbox-settings">"Sandbox settings"</A>
+                <A href="/admin/environments">"Environments"</A>
                 <A href="/admin/history">"History"</A>
                 <A href="/admin/api-keys">"API keys"</A>
                 <A href="/admin/audit">"Audit"</A>

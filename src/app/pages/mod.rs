@@ -1,6 +1,7 @@
 //! One file per page.
 
 pub mod api_keys;
+pub mod environments;
 pub mod history;
 pub mod login;
 pub mod not_found;

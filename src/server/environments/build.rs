@@ -270,7 +270,7 @@ async fn pip(
             requested: item["requested"].as_bool().unwrap_or(false),
         })
         .collect();
-    lock.sort_by(|a, b| model::normalize(&a.name).cmp(&model::normalize(&b.name)));
+    lock.sort_by_key(|p| model::normalize(&p.name));
     Ok(lock)
 }
 
@@ -407,20 +407,18 @@ async fn npm(
     ));
     let (code, output) = run(command, log, "npm").await?;
     if code != Some(0) {
-        if let Some(line) = output
-            .lines()
-            .find(|l| l.contains("E404") || l.contains("404 Not Found"))
-        {
-            let name = spec
-                .npm
-                .iter()
-                .map(|s| model::npm_name(s))
-                .find(|name| {
-                    line.contains(&format!("/{}", name.replace('/', "%2f"))) || line.contains(name)
+        if output.contains("E404") {
+            // The 404 lines name the package's registry address.
+            let missing = spec.npm.iter().map(|s| model::npm_name(s)).find(|name| {
+                let escaped = name.replace('/', "%2f");
+                output.lines().any(|l| {
+                    l.contains("404")
+                        && (l.contains(&format!("/{escaped}")) || l.contains(&format!("'{name}@")))
                 })
-                .unwrap_or("a package")
-                .to_owned();
-            return Err(BuildError::UnknownPackage(name));
+            });
+            return Err(BuildError::UnknownPackage(
+                missing.unwrap_or("a package").to_owned(),
+            ));
         }
         if let Some(line) = output
             .lines()

@@ -72,6 +72,20 @@ impl StoreCatalog {
 
 impl Catalog for StoreCatalog {
     fn resolve(&self, name: &str) -> Result<Resolved, String> {
+        // `name@build` pins one build of an environment (verification runs a build before it
+        // is the one in use).
+        if let Some((name, build)) = name.trim().split_once('@') {
+            let dir = self.store.join(build);
+            let plain = !build.is_empty() && build.chars().all(|c| c.is_ascii_hexdigit());
+            if !plain || !environment::is_complete(&dir) {
+                return Err(format!("There is no complete build {build} of '{name}'."));
+            }
+            return Ok(Resolved::Ready(Mount {
+                name: name.to_owned(),
+                build: build.to_owned(),
+                dir,
+            }));
+        }
         let snapshot = self.snapshot.read().expect("catalog lock");
         let name = match name.trim() {
             NONE => return Ok(Resolved::Bare),

@@ -423,17 +423,19 @@ impl EnvironmentService {
         let hash = spec.hash(&self.tools);
         // The check and the claim happen under one lock: two requests never both start. The
         // claim holds a placeholder until the build's row exists.
-        {
+        let claimed = {
             let mut running = self.running.lock().expect("running builds lock");
             match running.get(&hash) {
                 Some(id) if *id > 0 => return Ok(*id),
-                Some(_) => drop(running),
+                Some(_) => false,
                 None => {
                     running.insert(hash.clone(), -1);
-                    drop(running);
-                    return self.start_build(actor, name, hash, spec).await;
+                    true
                 }
             }
+        };
+        if claimed {
+            return self.start_build(actor, name, hash, spec).await;
         }
         // Another request is creating the row for this spec: wait for its id.
         for _ in 0..100 {
@@ -659,6 +661,40 @@ impl Job {
                 }
             }
             Ok(built) => {
+                // Verified before it is the build in use: the page shows the result with it.
+                if let Some(verifier) = &self.verifier {
+                    set_stage("verifying under each provider");
+                    let _ = db::progress(
+                        &self.pool,
+                        self.id,
+                        "verifying under each provider",
+                        &log.text(),
+                    )
+                    .await;
+                    let mount = Mount {
+                        name: self.name.clone(),
+                        build: self.hash.clone(),
+                        dir: self.store.join(&self.hash),
+                    };
+                    let (python, npm) = build::modules(&mount.dir, &built.lock);
+                    let results = verifier.verify(&mount, &python, &npm).await;
+                    for result in &results {
+                        log.line(&match (&result.error, result.import_ms) {
+                            (None, Some(ms)) => format!(
+                                "Verified on {}: every module imports ({ms} ms).",
+                                result.provider
+                            ),
+                            (error, _) => format!(
+                                "Not usable on {}: {}",
+                                result.provider,
+                                error.as_deref().unwrap_or("unknown")
+                            ),
+                        });
+                    }
+                    if let Err(error) = db::set_verification(&self.pool, self.id, &results).await {
+                        tracing::warn!(%error, "cannot record an environment's verification");
+                    }
+                }
                 if let Err(error) = db::finish_build(
                     &self.pool,
                     self.id,
@@ -674,15 +710,6 @@ impl Job {
                 tracing::info!(environment = %self.name, build = %self.hash, reused = built.reused, "an environment build is ready");
                 if let Err(error) = self.catalog.reload(&self.pool).await {
                     tracing::warn!(%error, "cannot reload the environments");
-                }
-                if let (Some(verifier), Ok(Resolved::Ready(mount))) =
-                    (&self.verifier, self.catalog.resolve(&self.name))
-                {
-                    let (python, npm) = build::modules(&mount.dir, &built.lock);
-                    let results = verifier.verify(&mount, &python, &npm).await;
-                    if let Err(error) = db::set_verification(&self.pool, self.id, &results).await {
-                        tracing::warn!(%error, "cannot record an environment's verification");
-                    }
                 }
             }
         }

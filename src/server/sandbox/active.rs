@@ -211,7 +211,9 @@ impl SandboxService {
                 }))
             }
             Ok(Resolved::Pending { name }) => {
-                return Err(SandboxError::Request(RequestProblem::EnvironmentNotReady { name }))
+                return Err(SandboxError::Request(RequestProblem::EnvironmentNotReady {
+                    name,
+                }))
             }
             Ok(resolved) => resolved,
         };
@@ -226,7 +228,13 @@ impl SandboxService {
         if catalog.resolve(own).ok().as_ref() == Some(&wanted) {
             return Ok(active);
         }
-        if let Some(variant) = self.loaded.variants.lock().expect("variants lock").get(name) {
+        if let Some(variant) = self
+            .loaded
+            .variants
+            .lock()
+            .expect("variants lock")
+            .get(name)
+        {
             return Ok(variant.clone());
         }
         let mut config = self

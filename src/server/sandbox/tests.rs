@@ -120,7 +120,7 @@ fn vault_registry() -> Registry {
     Registry::new().register(ProviderKind {
         info,
         schema,
-        build,
+        build: |raw, _| build(raw),
     })
 }
 

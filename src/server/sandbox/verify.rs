@@ -85,7 +85,10 @@ impl SandboxService {
             .map_err(|e| e.to_string())?;
         let mut config = self.open_secrets(kind, stored).map_err(|e| e.to_string())?;
         config.extend(overrides);
-        config.insert("environment".into(), json!(mount.name));
+        config.insert(
+            "environment".into(),
+            json!(format!("{}@{}", mount.name, mount.build)),
+        );
         config.insert("timeout_secs".into(), json!(IMPORT_TIMEOUT_SECS));
         config.insert("fresh_container_per_run".into(), json!(true));
         let provider = self
