@@ -1,7 +1,11 @@
 # The two commands the README promises: `make run` and `make test`.
 .PHONY: run test setup build release lint unit bench bench-smoke e2e clean docker docker-check runtime-image
 
+# The default environment (numpy, pandas, matplotlib, requests; axios) is built first, with its
+# log on the terminal, so the first trial can import pandas; if it cannot be built (no network),
+# the console still starts and runs use the bare interpreter.
 run: build
+	./target/debug/sandbox-console env build default --if-needed || echo "make run: the default environment is not built; runs use the bare interpreter"
 	./target/debug/sandbox-console
 
 # dockerd is started for the run (the docker provider's tests need a real one) and stopped

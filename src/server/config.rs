@@ -97,7 +97,12 @@ pub enum EnvAction {
     },
     /// Build an environment's current spec, printing the log as it goes; exits 0 when the
     /// build is ready, 1 when it failed.
-    Build { name: String },
+    Build {
+        name: String,
+        /// Do nothing when the build in use is of the current spec already.
+        #[arg(long)]
+        if_needed: bool,
+    },
     /// Import every module of an environment's ready build through the providers that mount
     /// it, and print how each fared; exits 1 when one failed.
     Test { name: String },
@@ -367,6 +372,15 @@ pub struct Config {
         global = true
     )]
     pub build_default_environment: bool,
+    /// An unused environment build is deleted once it has been unused this long (runs that
+    /// started on a build an environment has since replaced may still read it).
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_ENVIRONMENT_GC_GRACE_SECS",
+        default_value_t = 900,
+        global = true
+    )]
+    pub environment_gc_grace_secs: u64,
 }
 
 impl Config {
@@ -435,6 +449,7 @@ impl std::fmt::Debug for Config {
             .field("package_index", &self.package_index)
             .field("npm_registry", &self.npm_registry)
             .field("build_default_environment", &self.build_default_environment)
+            .field("environment_gc_grace_secs", &self.environment_gc_grace_secs)
             .finish()
     }
 }

@@ -62,7 +62,12 @@ pub async fn run(config: &Config, action: EnvAction) -> anyhow::Result<i32> {
             }
             0
         }
-        EnvAction::Build { name } => {
+        EnvAction::Build { name, if_needed } => {
+            if if_needed && environments.is_current(&name).await? {
+                eprintln!("{name:?} is built from its current spec already.");
+                sandbox.shutdown().await;
+                return Ok(0);
+            }
             let actor = shell_caller().actor();
             let id = environments.build(&actor, &name).await?;
             eprintln!(

@@ -92,6 +92,7 @@ impl Application {
             .with_warm_up(),
         );
         environments.set_verifier(sandbox.clone());
+        environments.keep_collecting(Duration::from_secs(300));
         if config.build_default_environment {
             match environments.build_default_if_needed().await {
                 Ok(Some(build)) => tracing::info!(

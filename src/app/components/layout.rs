@@ -1,13 +1,14 @@
 use leptos::prelude::*;
 use leptos_router::components::A;
 
-use crate::server_fns::auth::current_admin;
+use crate::server_fns::{auth::current_admin, environments::environment_notice};
 
 /// The frame of every signed-in page: brand, navigation (only pages that exist), the
 /// signed-in admin and the sign-out button (a plain form: it works without JavaScript).
 #[component]
 pub fn Layout(children: Children) -> impl IntoView {
     let admin = Resource::new(|| (), |_| current_admin());
+    let environments = Resource::new(|| (), |_| environment_notice());
     view! {
         <header class="topbar">
             <a class="brand" href="/">
@@ -39,6 +40,15 @@ pub fn Layout(children: Children) -> impl IntoView {
                 </form>
             </div>
         </header>
+        <Transition fallback=|| ()>
+            {move || {
+                environments.get().and_then(Result::ok).flatten().map(|notice| view! {
+                    <p class="notice info env-banner" role="status" data-testid="environment-banner">
+                        {notice} " " <a href="/admin/environments">"Environments"</a>
+                    </p>
+                })
+            }}
+        </Transition>
         <main class="content">{children()}</main>
     }
 }

@@ -78,6 +78,7 @@ pub struct EnvironmentService {
     /// Whether this console may delete unused builds from the store (not when the store is
     /// shared with other consoles, as a cache).
     collect_garbage: bool,
+    collector: Arc<Collector>,
     /// Provider kinds whose settings have an Environment field.
     mounting_kinds: Vec<String>,
     verifier: OnceLock<Arc<dyn Verifier>>,
@@ -103,6 +104,7 @@ impl EnvironmentService {
         collect_garbage: bool,
         tools: Tools,
         mounting_kinds: Vec<String>,
+        gc_grace: Duration,
     ) -> Result<Self, sqlx::Error> {
         let abandoned = db::abandon_unfinished(&pool).await?;
         if abandoned > 0 {
@@ -113,11 +115,17 @@ impl EnvironmentService {
         }
         let catalog = Arc::new(StoreCatalog::new(store));
         catalog.reload(&pool).await?;
+        let running: Arc<Mutex<HashMap<String, i64>>> = Arc::default();
         Ok(EnvironmentService {
             pool,
             catalog,
             tools,
-            running: Arc::default(),
+            collector: Arc::new(Collector {
+                running: running.clone(),
+                unused_since: Mutex::default(),
+                grace: gc_grace,
+            }),
+            running,
             collect_garbage,
             mounting_kinds,
             verifier: OnceLock::new(),
@@ -158,6 +166,7 @@ impl EnvironmentService {
             config.environment_store.is_none(),
             tools,
             mounting,
+            Duration::from_secs(config.environment_gc_grace_secs),
         )
         .await?;
         service.seed_default().await?;
@@ -409,17 +418,27 @@ impl EnvironmentService {
         Ok(())
     }
 
+    /// Whether the build in use is of the environment's current spec (and still complete).
+    pub async fn is_current(&self, name: &str) -> Result<bool, ChangeError> {
+        let Some(row) = db::get(&self.pool, name).await? else {
+            return Err(ChangeError::Unknown(name.to_owned()));
+        };
+        let Some(id) = row.ready_build else {
+            return Ok(false);
+        };
+        let hash = spec_of(&row).hash(&self.tools);
+        let ready = db::build(&self.pool, id).await?;
+        Ok(ready.is_some_and(|b| b.spec_hash == hash)
+            && crate::sandbox::environment::is_complete(&self.store().join(&hash)))
+    }
+
     /// Starts a build of the environment's current spec in the background and returns its
     /// id; when a build of the same spec is under way here, returns that one instead.
     pub async fn build(&self, actor: &Actor, name: &str) -> Result<i64, ChangeError> {
         let Some(row) = db::get(&self.pool, name).await? else {
             return Err(ChangeError::Unknown(name.to_owned()));
         };
-        let spec = Spec {
-            python: row.python_requirements.lines().map(str::to_owned).collect(),
-            npm: row.npm_packages.lines().map(str::to_owned).collect(),
-            allow_sdists: row.allow_sdists,
-        };
+        let spec = spec_of(&row);
         let hash = spec.hash(&self.tools);
         // The check and the claim happen under one lock: two requests never both start. The
         // claim holds a placeholder until the build's row exists.
@@ -480,6 +499,7 @@ impl EnvironmentService {
         .await?;
         let job = Job {
             pool: self.pool.clone(),
+            collector: self.collect_garbage.then(|| self.collector.clone()),
             store: self.catalog.store().to_owned(),
             catalog: self.catalog.clone(),
             tools: self.tools.clone(),
@@ -568,37 +588,24 @@ impl EnvironmentService {
         if !self.collect_garbage {
             return 0;
         }
-        let keep = match db::hashes_in_use(&self.pool).await {
-            Ok(keep) => keep,
-            Err(error) => {
-                tracing::warn!(%error, "cannot tell which environment builds are in use");
-                return 0;
-            }
-        };
-        let mut removed = 0;
-        for entry in std::fs::read_dir(self.store())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let in_flight = self
-                .running
-                .lock()
-                .expect("running builds lock")
-                .keys()
-                .any(|h| name.contains(h.as_str()));
-            if keep.contains(&name) || in_flight || name.starts_with(".building-") {
-                continue;
-            }
-            if std::fs::remove_dir_all(entry.path()).is_ok() {
-                removed += 1;
-            }
+        self.collector.collect(&self.pool, self.store()).await
+    }
+
+    /// Collects garbage every `every` (a store this console owns only).
+    pub fn keep_collecting(self: &Arc<Self>, every: Duration) {
+        if !self.collect_garbage {
+            return;
         }
-        if removed > 0 {
-            tracing::info!(removed, "removed unused environment builds");
-        }
-        removed
+        let service = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(service) = service.upgrade() else {
+                    return;
+                };
+                service.collect_garbage().await;
+            }
+        });
     }
 
     /// Waits for builds under way (at most `grace`).
@@ -608,8 +615,70 @@ impl EnvironmentService {
     }
 }
 
+/// What garbage collection needs: which builds run, and since when each unused folder was
+/// seen unused (it is deleted only after `grace`: runs that started on a replaced build may
+/// still be reading it).
+#[derive(Debug)]
+pub struct Collector {
+    running: Arc<Mutex<HashMap<String, i64>>>,
+    unused_since: Mutex<HashMap<String, std::time::Instant>>,
+    grace: Duration,
+}
+
+impl Collector {
+    /// Deletes the folders in `store` that no environment uses, no build is writing, and
+    /// that have been unused for the grace period.
+    async fn collect(&self, pool: &SqlitePool, store: &Path) -> usize {
+        let keep = match db::hashes_in_use(pool).await {
+            Ok(keep) => keep,
+            Err(error) => {
+                tracing::warn!(%error, "cannot tell which environment builds are in use");
+                return 0;
+            }
+        };
+        let now = std::time::Instant::now();
+        let mut removed = 0;
+        let mut unused_since = self.unused_since.lock().expect("collector lock");
+        unused_since.retain(|hash, _| !keep.contains(hash));
+        for entry in std::fs::read_dir(store).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let in_flight = self
+                .running
+                .lock()
+                .expect("running builds lock")
+                .keys()
+                .any(|hash| name.contains(hash.as_str()));
+            if keep.contains(&name) || in_flight || name.starts_with('.') {
+                continue;
+            }
+            let since = *unused_since.entry(name.clone()).or_insert(now);
+            if now.duration_since(since) < self.grace {
+                continue;
+            }
+            if std::fs::remove_dir_all(entry.path()).is_ok() {
+                unused_since.remove(&name);
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            tracing::info!(removed, "removed unused environment builds");
+        }
+        removed
+    }
+}
+
+fn spec_of(row: &EnvRow) -> Spec {
+    Spec {
+        python: row.python_requirements.lines().map(str::to_owned).collect(),
+        npm: row.npm_packages.lines().map(str::to_owned).collect(),
+        allow_sdists: row.allow_sdists,
+    }
+}
+
 struct Job {
     pool: SqlitePool,
+    /// Deletes unused builds afterwards (a store this console owns only).
+    collector: Option<Arc<Collector>>,
     store: PathBuf,
     catalog: Arc<StoreCatalog>,
     tools: Tools,
@@ -710,6 +779,11 @@ impl Job {
                 tracing::info!(environment = %self.name, build = %self.hash, reused = built.reused, "an environment build is ready");
                 if let Err(error) = self.catalog.reload(&self.pool).await {
                     tracing::warn!(%error, "cannot reload the environments");
+                }
+                // The build this one replaced goes once providers are rebuilt (a run that
+                // still holds it keeps its open files).
+                if let Some(collector) = &self.collector {
+                    collector.collect(&self.pool, &self.store).await;
                 }
             }
         }

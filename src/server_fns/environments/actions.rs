@@ -98,6 +98,8 @@ async fn act(name: String, action: Action) -> Result<String, AppError> {
             ),
         };
         flash_to(&flash, &back).await?;
+        // The redirect stands; the page shows the outcome from the session.
+        return outcome.map_err(AppError::BadRequest);
     }
     outcome.map_err(|message| reject(AppError::BadRequest(message)))
 }

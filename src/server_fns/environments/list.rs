@@ -46,3 +46,29 @@ pub async fn get_environment(name: String) -> Result<EnvironmentPage, AppError> 
         flash,
     })
 }
+
+/// A line for every page while an environment in use has no ready build (building, or its
+/// build failed): runs use the bare interpreter until it is ready.
+#[server(prefix = "/rpc", endpoint = "environment_notice")]
+pub async fn environment_notice() -> Result<Option<String>, AppError> {
+    use crate::server_fns::guard::internal;
+
+    crate::server_fns::require_admin().await?;
+    let state = expect_context::<crate::server::state::AppState>();
+    let list = state.environments.list().await.map_err(internal)?;
+    let waiting: Vec<String> = list
+        .iter()
+        .filter(|env| env.ready.is_none() && !env.used_by.is_empty())
+        .map(|env| match env.status() {
+            "building" => format!("environment '{}' is building", env.name),
+            "failed" => format!("environment '{}' failed to build", env.name),
+            _ => format!("environment '{}' has never been built", env.name),
+        })
+        .collect();
+    Ok((!waiting.is_empty()).then(|| {
+        format!(
+            "The {}: runs use the bare interpreter until it is ready.",
+            waiting.join("; the ")
+        )
+    }))
+}

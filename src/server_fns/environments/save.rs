@@ -90,6 +90,8 @@ pub async fn save_environment(
                 flash_to(&flash, &back).await?;
             }
         }
+        // The redirect stands; the page shows the outcome from the session.
+        return outcome.map_err(|(message, _)| AppError::BadRequest(message));
     }
     outcome.map_err(|(message, errors)| {
         let detail = errors
