@@ -13,6 +13,7 @@ use std::{fmt::Write as _, process::Command, sync::Arc, time::Instant};
 use async_trait::async_trait;
 use sandbox_console::{
     model::{
+        environment::BuildStatus,
         execution::{ExecRequest, ExecStatus, ExecutionResult, Language, ReturnValue},
         provider::{HealthReport, ProviderInfo},
         schema::ConfigSchema,
@@ -207,6 +208,19 @@ fn docker_settings(
 
 const DOCKER_IMAGE: &str = "sandbox-runtime:local";
 
+/// numpy and pandas imported, a small aggregate computed: what agents' code nodes do.
+const PANDAS_SCRIPT: &str = "import numpy, pandas\ndef main():\n    df = pandas.DataFrame({'k': [i % 7 for i in range(1000)], 'v': numpy.arange(1000)})\n    return int(df.groupby('k').v.sum().max())\n";
+
+/// The environment store the test suites share (outside the clone).
+fn shared_environment_store() -> std::path::PathBuf {
+    std::env::var_os("SANDBOX_CONSOLE_ENVIRONMENT_STORE")
+        .map(Into::into)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()))
+                .join(".cache/sandbox-console/environments")
+        })
+}
+
 fn first_line(program: &str, args: &[&str]) -> String {
     Command::new(program)
         .args(args)
@@ -273,6 +287,10 @@ async fn main() -> anyhow::Result<()> {
     config.listen = "127.0.0.1:0".parse()?;
     let password = "benchmark admin password";
     config.admin_password = Some(password.into());
+    // The default environment (numpy, pandas, matplotlib, requests; axios) comes from the
+    // store the test suites share: built once per machine, reused here.
+    config.build_default_environment = false;
+    config.environment_store = Some(shared_environment_store());
     let registry = providers::registry().register(ProviderKind {
         info: noop_info,
         schema: ConfigSchema::default,
@@ -362,7 +380,12 @@ async fn main() -> anyhow::Result<()> {
     .await?;
 
     eprintln!("local provider ...");
-    activate("local").await?;
+    // Today's trivial run: no environment mounted.
+    let bare_local = json!({"environment": "none"})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    activate_with("local", bare_local.clone()).await?;
     let local_inproc = measure(runs, warm, in_process(python.clone())).await?;
     let local_http = measure(runs, warm, over_http(body.clone())).await?;
     let javascript = ExecRequest {
@@ -435,7 +458,62 @@ async fn main() -> anyhow::Result<()> {
         // The pool refills in the background after each wave.
         tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     }
-    activate("local").await?;
+    activate_with("local", bare_local.clone()).await?;
+
+    eprintln!("environments: building (or reusing) the default environment ...");
+    let actor = Actor::admin("bench");
+    let build = state.environments.build(&actor, "default").await?;
+    let built = state
+        .environments
+        .wait(build, std::time::Duration::from_secs(1800), |_| {})
+        .await?;
+    anyhow::ensure!(
+        built
+            .as_ref()
+            .is_some_and(|b| b.status == BuildStatus::Ready),
+        "the default environment did not build: {built:?}"
+    );
+    let env_dir = state
+        .environments
+        .store()
+        .join(&built.expect("checked above").spec_hash);
+    let pandas = ExecRequest {
+        code: PANDAS_SCRIPT.into(),
+        ..python.clone()
+    };
+    eprintln!("environments: the host interpreter with the environment on its path ...");
+    let host_pandas = measure(runs, warm, || {
+        let packages = env_dir.join("python");
+        async move {
+            let program = format!(
+                "import sys\nsys.path.insert(1, {:?})\n{PANDAS_SCRIPT}\nmain()\n",
+                packages.display().to_string()
+            );
+            let status = tokio::process::Command::new("/usr/bin/python3.11")
+                .args(["-I", "-c", &program])
+                .env("OPENBLAS_NUM_THREADS", "1")
+                .status()
+                .await?;
+            anyhow::ensure!(status.success());
+            Ok(())
+        }
+    })
+    .await?;
+    eprintln!("environments: local, bare and with the default environment ...");
+    let local_bare_again = measure(runs, warm, in_process(python.clone())).await?;
+    activate_with("local", Map::new()).await?;
+    let local_mounted = measure(runs, warm, in_process(python.clone())).await?;
+    let local_pandas = measure(runs, warm, in_process(pandas.clone())).await?;
+    let mut docker_pandas = Vec::new();
+    for runtime in ["runc", "runsc"] {
+        eprintln!("environments: docker {runtime} with the default environment ...");
+        activate_with("docker", docker_settings(runtime, true, 2, 60)).await?;
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        let pause = std::time::Duration::from_millis(500);
+        let spaced = measure_spaced(runs, warm, pause, in_process(pandas.clone())).await?;
+        docker_pandas.push((runtime, spaced));
+    }
+    activate_with("local", bare_local).await?;
 
     eprintln!("throughput ...");
     let mut throughput = Vec::new();
@@ -535,6 +613,27 @@ async fn main() -> anyhow::Result<()> {
         "| docker provider, runc default, against the local provider | local provider, python, in-process | {:.2}× |\n",
         ratio(docker_rows[0].2, local_inproc)
     )?;
+    writeln!(report, "## Package environments\n")?;
+    writeln!(report, "The default environment (numpy, pandas, matplotlib, requests; axios) mounted read-only. The script: `import numpy, pandas` and a 1 000-row DataFrame group-by in `main()`.\n")?;
+    writeln!(report, "| path | floor | ratio (median) |\n|---|---|---|")?;
+    writeln!(
+        report,
+        "| local, trivial python `main()`, default environment mounted | the same run with `environment = none`, same run of the bench | {:.3}× |",
+        ratio(local_mounted, local_bare_again)
+    )?;
+    writeln!(
+        report,
+        "| local, pandas script | host `python3.11 -I` with the environment on `sys.path` | {:.2}× |",
+        ratio(local_pandas, host_pandas)
+    )?;
+    for (runtime, spaced) in &docker_pandas {
+        writeln!(
+            report,
+            "| docker {runtime}, pandas script, fresh container per run, 0.5 s apart | the same host floor | {:.2}× |",
+            ratio(*spaced, host_pandas)
+        )?;
+    }
+    writeln!(report)?;
     writeln!(report, "## Absolute times (ms)\n")?;
     writeln!(report, "| path | median | p95 |\n|---|---|---|")?;
     for (name, (median, p95)) in [
@@ -582,6 +681,27 @@ async fn main() -> anyhow::Result<()> {
         (
             "docker, python `main()`, in-process: runsc, wiped and reused, back to back",
             docker_rows[3].1,
+        ),
+        (
+            "local, trivial python, no environment (second measure)",
+            local_bare_again,
+        ),
+        (
+            "local, trivial python, default environment mounted",
+            local_mounted,
+        ),
+        (
+            "floor: host python3.11, pandas script, environment on sys.path",
+            host_pandas,
+        ),
+        ("local, pandas script", local_pandas),
+        (
+            "docker runc, pandas script, 0.5 s apart",
+            docker_pandas[0].1,
+        ),
+        (
+            "docker runsc, pandas script, 0.5 s apart",
+            docker_pandas[1].1,
         ),
         ("noop provider, in-process", noop_inproc),
         ("noop provider, `POST /api/v1/execute`", noop_http),
