@@ -12,7 +12,10 @@ pub use save::*;
 /// Where the Environments list lives.
 pub const PAGE: &str = "/admin/environments";
 
-/// An environment's own page.
+/// An environment's own page (the list, for a name that is not a valid one).
 pub fn page_of(name: &str) -> String {
-    format!("{PAGE}/{name}")
+    match crate::model::environment::check_name(name) {
+        Ok(name) => format!("{PAGE}/{name}"),
+        Err(_) => PAGE.to_owned(),
+    }
 }
