@@ -29,6 +29,19 @@ pub fn docker_cli(args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// Our sandbox containers on the daemon, running or not.
+pub fn our_containers() -> Vec<String> {
+    docker_cli(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &format!("label={}=1", docker::LABEL_MANAGED),
+    ])
+    .lines()
+    .map(str::to_owned)
+    .collect()
+}
+
 /// Test settings for `runtime`: small limits so limit cases end quickly.
 pub fn settings(runtime: &str, overrides: Value) -> Map<String, Value> {
     let mut values = json!({
@@ -249,7 +262,10 @@ async fn hostile_programs_get_typed_statuses_and_nothing_escapes() {
                 "import os\ndef main():\n    env = sorted(os.environ)\n    procs = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n    def environ(p):\n        try:\n            return open('/proc/%d/environ' % p, 'rb').read()\n        except PermissionError:\n            return b''\n    leaked = [p for p in procs if b'CANARY' in environ(p)]\n    return {'env': env, 'uid': os.getuid(), 'leaked': leaked, 'ifaces': os.listdir('/sys/class/net') if os.path.exists('/sys/class/net') else []}\n",
                 |r| {
                     r.status == ExecStatus::Success
-                        && r.result.value["env"] == json!(["HOME", "HOSTNAME", "LANG", "PATH"])
+                        // Exactly the variables the engine sets (the three for packages are
+                        // set with or without an environment): nothing of the host's.
+                        && r.result.value["env"]
+                            == json!(["HOME", "HOSTNAME", "LANG", "MPLBACKEND", "MPLCONFIGDIR", "PATH", "PYTHONUNBUFFERED"])
                         && r.result.value["uid"] == json!(65534)
                         && r.result.value["leaked"] == json!([])
                         && r.result.value["ifaces"].as_array().is_none_or(|i| i.iter().all(|n| n == "lo"))

@@ -6,7 +6,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, TestApp};
+use crate::{
+    docker_provider::our_containers,
+    helpers::{spawn_app, spawn_app_stoppable, TestApp},
+};
 
 /// A tiny pure-Python wheel and a small npm package, at fixed versions.
 const PYTHON: &str = "iniconfig==2.0.0";
@@ -73,6 +76,21 @@ async fn use_on_local(app: &TestApp, environment: &str) {
         )
         .await;
     assert!(saved.get("Saved").is_some(), "{saved}");
+}
+
+/// Stops the console and checks that its pools went with it: a later test counting containers
+/// must find none of ours.
+async fn stop_and_leave_no_container(
+    stop: tokio::sync::oneshot::Sender<()>,
+    running: tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    stop.send(()).unwrap();
+    running.await.unwrap().unwrap();
+    assert_eq!(
+        our_containers(),
+        Vec::<String>::new(),
+        "no container outlives the console"
+    );
 }
 
 async fn run(app: &TestApp, key: &str, body: Value) -> (u16, Value) {
@@ -383,7 +401,7 @@ async fn anonymous_callers_get_401_from_every_environment_endpoint() {
 
 #[tokio::test]
 async fn an_environment_is_mounted_read_only_into_docker_containers_under_runc_and_runsc() {
-    let app = spawn_app().await;
+    let (app, stop, running) = spawn_app_stoppable(tempfile::tempdir().unwrap(), |_| {}).await;
     app.login().await;
     save_env(&app, "tiny", PYTHON, NPM, None).await;
     let page = built(&app, "tiny").await;
@@ -461,6 +479,7 @@ async fn an_environment_is_mounted_read_only_into_docker_containers_under_runc_a
             "{runtime}: {mounted}"
         );
     }
+    stop_and_leave_no_container(stop, running).await;
 }
 
 /// The environment store the suites share, outside the clone: the default environment is
@@ -500,9 +519,10 @@ async fn ragflow_run(app: &TestApp, key: &str, code: &str, language: &str) -> Va
 
 #[tokio::test]
 async fn ragflows_pandas_and_axios_cases_run_through_run_on_local_and_docker() {
-    let app =
-        crate::helpers::spawn_app_with(|config| config.environment_store = Some(shared_store()))
-            .await;
+    let (app, stop, running) = spawn_app_stoppable(tempfile::tempdir().unwrap(), |config| {
+        config.environment_store = Some(shared_store())
+    })
+    .await;
     app.login().await;
     // The default environment is RAGFlow's image's packages.
     app.call_ok("build_environment", &[("name", "default")])
@@ -577,4 +597,5 @@ async fn ragflows_pandas_and_axios_cases_run_through_run_on_local_and_docker() {
         .await;
         assert_eq!(aggregate["result"]["value"], 3, "{provider}: {aggregate}");
     }
+    stop_and_leave_no_container(stop, running).await;
 }

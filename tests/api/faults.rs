@@ -13,12 +13,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use sandbox_console::sandbox::providers::docker;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
 use crate::{
-    docker_provider::{docker_cli, settings as docker_settings, RUNTIMES},
+    docker_provider::{our_containers, settings as docker_settings, RUNTIMES},
     helpers::{spawn_app_in, spawn_app_stoppable, spawn_app_with, TestApp},
     metrics::scrape,
 };
@@ -195,19 +194,6 @@ async fn local_runs_whose_clients_hang_up_stay_inside_the_limit_and_are_recorded
         "and are counted"
     );
     assert_eq!(local_sandboxes(), before, "no sandbox is left");
-}
-
-/// Our sandbox containers on the daemon, running or not.
-fn our_containers() -> Vec<String> {
-    docker_cli(&[
-        "ps",
-        "-aq",
-        "--filter",
-        &format!("label={}=1", docker::LABEL_MANAGED),
-    ])
-    .lines()
-    .map(str::to_owned)
-    .collect()
 }
 
 #[tokio::test]

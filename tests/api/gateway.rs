@@ -350,6 +350,7 @@ async fn the_openapi_document_describes_every_api_route() {
     let implemented = [
         ("/api/v1/execute", "post"),
         ("/api/v1/providers", "get"),
+        ("/api/v1/environments", "get"),
         ("/run", "post"),
         ("/healthz", "get"),
         ("/api/v1/openapi.json", "get"),
