@@ -77,6 +77,7 @@ impl SandboxProvider for Noop {
             artifacts: vec![],
             queue_wait_ms: None,
             metadata: Map::new(),
+            egress: None,
         })
     }
     async fn destroy_instance(&self, _: Instance) -> Result<(), Error> {

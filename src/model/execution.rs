@@ -113,6 +113,9 @@ pub enum ExecStatus {
     MemoryLimit,
     OutputLimit,
     ProcessLimit,
+    /// The run moved more bytes over the network than its provider allows; its connections
+    /// were cut.
+    EgressLimit,
     /// Every sandbox was busy for longer than the queue allows.
     PoolBusy,
     /// The provider itself failed; the program may not have run.
@@ -120,13 +123,14 @@ pub enum ExecStatus {
 }
 
 impl ExecStatus {
-    pub const ALL: [ExecStatus; 8] = [
+    pub const ALL: [ExecStatus; 9] = [
         ExecStatus::Success,
         ExecStatus::ProgramError,
         ExecStatus::Timeout,
         ExecStatus::MemoryLimit,
         ExecStatus::OutputLimit,
         ExecStatus::ProcessLimit,
+        ExecStatus::EgressLimit,
         ExecStatus::PoolBusy,
         ExecStatus::ProviderError,
     ];
@@ -140,6 +144,7 @@ impl ExecStatus {
             ExecStatus::MemoryLimit => "memory_limit",
             ExecStatus::OutputLimit => "output_limit",
             ExecStatus::ProcessLimit => "process_limit",
+            ExecStatus::EgressLimit => "egress_limit",
             ExecStatus::PoolBusy => "pool_busy",
             ExecStatus::ProviderError => "provider_error",
         }
@@ -211,6 +216,9 @@ pub struct ExecutionResult {
     /// Provider-specific facts (instance id, runtime, ...).
     #[serde(default)]
     pub metadata: Map<String, Value>,
+    /// What the run did on the network, for providers on an allow-list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<crate::model::egress::EgressReport>,
 }
 
 /// One run as the service reports it: which provider ran it, and what came back.

@@ -60,6 +60,9 @@ pub struct ExecutionDetail {
     pub code: Option<String>,
     pub stdout: Option<String>,
     pub stderr: Option<String>,
+    /// What the run did on the network, when it ran on an allow-list.
+    #[serde(default)]
+    pub egress: Option<crate::model::egress::EgressReport>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

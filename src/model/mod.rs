@@ -4,6 +4,7 @@ pub mod admin;
 pub mod api_key;
 pub mod audit;
 pub mod dashboard;
+pub mod egress;
 pub mod environment;
 pub mod execution;
 pub mod history;

@@ -44,6 +44,8 @@ pub enum FieldGroup {
     Runtime,
     /// Where the provider is: endpoints, credentials.
     Deployment,
+    /// What sandboxes may reach: the allow-list and its names.
+    Network,
 }
 
 impl FieldGroup {
@@ -51,6 +53,7 @@ impl FieldGroup {
         match self {
             FieldGroup::Runtime => "Runtime settings",
             FieldGroup::Deployment => "Deployment",
+            FieldGroup::Network => "Network",
         }
     }
 }

@@ -77,12 +77,15 @@ impl Catalog for NoEnvironments {
 #[derive(Clone, Debug)]
 pub struct BuildContext {
     pub environments: Arc<dyn Catalog>,
+    /// Where the console listens: sandboxes on an allow-list never reach these.
+    pub console: Vec<std::net::SocketAddr>,
 }
 
 impl Default for BuildContext {
     fn default() -> Self {
         BuildContext {
             environments: Arc::new(NoEnvironments),
+            console: Vec::new(),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! - [`registry::Registry`]: the kinds available, each with its schema and `build()`.
 //! - [`runner`]: the main() protocol shared by providers that run code themselves.
 
+pub mod egress;
 pub mod environment;
 mod error;
 mod provider;

@@ -58,9 +58,15 @@ pub(crate) async fn services(
     let environments = EnvironmentService::for_config(pool.clone(), config, &registry)
         .await
         .context("cannot load the package environments")?;
-    let sandbox = SandboxService::start_with(pool, registry, secrets, Some(environments.catalog()))
-        .await
-        .context("cannot load the sandbox settings")?;
+    let sandbox = SandboxService::start_with(
+        pool,
+        registry,
+        secrets,
+        Some(environments.catalog()),
+        Vec::new(),
+    )
+    .await
+    .context("cannot load the sandbox settings")?;
     Ok((sandbox, environments))
 }
 
@@ -283,7 +289,7 @@ pub fn exit_code_for(status: ExecStatus, program_exit: Option<i32>) -> i32 {
             .unwrap_or(exit::PROGRAM_ERROR),
         ExecStatus::Timeout => exit::TIMEOUT,
         ExecStatus::MemoryLimit => exit::MEMORY,
-        ExecStatus::OutputLimit | ExecStatus::ProcessLimit => exit::LIMIT,
+        ExecStatus::OutputLimit | ExecStatus::ProcessLimit | ExecStatus::EgressLimit => exit::LIMIT,
         ExecStatus::PoolBusy => exit::POOL_BUSY,
         ExecStatus::ProviderError => exit::PROVIDER_FAILED,
     }

@@ -42,6 +42,7 @@ struct Pending {
     output_bytes: usize,
     error: Option<String>,
     content: Option<(String, String, String)>,
+    egress: Option<String>,
 }
 
 impl Pending {
@@ -61,6 +62,7 @@ impl Pending {
                 .content
                 .as_ref()
                 .map(|c| (c.code.to_owned(), c.stdout.to_owned(), c.stderr.to_owned())),
+            egress: row.egress.map(str::to_owned),
         }
     }
 
@@ -81,6 +83,7 @@ impl Pending {
                 stdout,
                 stderr,
             }),
+            egress: self.egress.as_deref(),
         }
     }
 }

@@ -27,6 +27,20 @@ struct ProviderLabel {
     provider: String,
 }
 
+/// A provider kind (from the registry's bounded set) and `allowed` or `denied`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EgressLabels {
+    provider: String,
+    verdict: &'static str,
+}
+
+/// A provider kind and `out` (from the sandbox) or `in`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EgressBytesLabels {
+    provider: String,
+    direction: &'static str,
+}
+
 /// Every label value comes from a bounded set: the method from the standard ones (or
 /// `other`), the route from the router's own patterns (or `unmatched`), the status from the
 /// three-digit codes. A caller cannot create series.
@@ -63,6 +77,8 @@ fn latency_histogram() -> Histogram {
 pub struct Metrics {
     registry: Registry,
     executions: Family<ExecutionLabels, Counter>,
+    egress_connections: Family<EgressLabels, Counter>,
+    egress_bytes: Family<EgressBytesLabels, Counter>,
     durations: HistogramFamily<ProviderLabel>,
     queue_waits: HistogramFamily<ProviderLabel>,
     pool_size: Family<ProviderLabel, Gauge>,
@@ -96,6 +112,18 @@ impl Metrics {
             Family::new_with_constructor(latency_histogram);
         let queue_waits: HistogramFamily<ProviderLabel> =
             Family::new_with_constructor(latency_histogram);
+        let egress_connections = Family::<EgressLabels, Counter>::default();
+        let egress_bytes = Family::<EgressBytesLabels, Counter>::default();
+        registry.register(
+            "sandbox_egress_connections",
+            "Connections and name lookups from sandboxes on an allow-list, by provider and verdict",
+            egress_connections.clone(),
+        );
+        registry.register(
+            "sandbox_egress_bytes",
+            "Bytes sandboxes on an allow-list moved, by provider and direction",
+            egress_bytes.clone(),
+        );
         let pool_size = Family::<ProviderLabel, Gauge>::default();
         let pool_busy = Family::<ProviderLabel, Gauge>::default();
         let pool_idle = Family::<ProviderLabel, Gauge>::default();
@@ -173,6 +201,8 @@ impl Metrics {
             history_pending,
             pages_refused,
             executions,
+            egress_connections,
+            egress_bytes,
             durations,
             queue_waits,
             pool_size,
@@ -211,6 +241,31 @@ impl Metrics {
             self.queue_waits
                 .get_or_create(&label)
                 .observe(ms as f64 / 1000.0);
+        }
+    }
+
+    /// Counts what one run did on the network.
+    pub fn egress(&self, provider: &str, report: &crate::model::egress::EgressReport) {
+        let denied = report.egress_denied;
+        let listed_allowed = report.connections.iter().filter(|c| !c.denied()).count() as u64;
+        let listed_denied = report.connections.iter().filter(|c| c.denied()).count() as u64;
+        // Unlisted connections are counted by verdict where the report knows it (denials).
+        let allowed = listed_allowed + report.unlisted.saturating_sub(denied - listed_denied);
+        for (verdict, n) in [("allowed", allowed), ("denied", denied)] {
+            self.egress_connections
+                .get_or_create(&EgressLabels {
+                    provider: provider.to_owned(),
+                    verdict,
+                })
+                .inc_by(n);
+        }
+        for (direction, n) in [("out", report.bytes_out), ("in", report.bytes_in)] {
+            self.egress_bytes
+                .get_or_create(&EgressBytesLabels {
+                    provider: provider.to_owned(),
+                    direction,
+                })
+                .inc_by(n);
         }
     }
 

@@ -73,40 +73,6 @@ impl Application {
         password::warm_up().await;
         let secrets = SecretBox::load(&config.data_dir, config.secret_key.as_deref())
             .context("cannot load the key that encrypts stored secrets")?;
-        let metrics = Arc::new(Metrics::new());
-        let environments = Arc::new(
-            EnvironmentService::for_config(pool.clone(), &config, &registry)
-                .await
-                .context("cannot load the package environments")?,
-        );
-        let sandbox = Arc::new(
-            SandboxService::start_with(
-                pool.clone(),
-                registry,
-                secrets.clone(),
-                Some(environments.catalog()),
-            )
-            .await
-            .context("cannot load the sandbox settings")?
-            .with_metrics(metrics.clone())
-            .with_warm_up(),
-        );
-        environments.set_verifier(sandbox.clone());
-        environments.keep_collecting(Duration::from_secs(300));
-        if config.build_default_environment {
-            match environments.build_default_if_needed().await {
-                Ok(Some(build)) => tracing::info!(
-                    build,
-                    "building the default environment in the background; runs use the bare \
-                     interpreter until it is ready"
-                ),
-                Ok(None) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "cannot start building the default environment")
-                }
-            }
-        }
-
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -144,6 +110,41 @@ impl Application {
             ),
             None => None,
         };
+
+        let metrics = Arc::new(Metrics::new());
+        let environments = Arc::new(
+            EnvironmentService::for_config(pool.clone(), &config, &registry)
+                .await
+                .context("cannot load the package environments")?,
+        );
+        let sandbox = Arc::new(
+            SandboxService::start_with(
+                pool.clone(),
+                registry,
+                secrets.clone(),
+                Some(environments.catalog()),
+                console_addresses(local_addr, metrics_listener.as_ref()),
+            )
+            .await
+            .context("cannot load the sandbox settings")?
+            .with_metrics(metrics.clone())
+            .with_warm_up(),
+        );
+        environments.set_verifier(sandbox.clone());
+        environments.keep_collecting(Duration::from_secs(300));
+        if config.build_default_environment {
+            match environments.build_default_if_needed().await {
+                Ok(Some(build)) => tracing::info!(
+                    build,
+                    "building the default environment in the background; runs use the bare \
+                     interpreter until it is ready"
+                ),
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "cannot start building the default environment")
+                }
+            }
+        }
 
         let env = match std::env::var("LEPTOS_ENV").as_deref() {
             Ok("DEV" | "dev" | "development") => Env::DEV,
@@ -380,4 +381,12 @@ async fn shutdown_signal() {
         () = terminate => {},
     }
     tracing::info!("shutdown signal received; finishing in-flight requests");
+}
+
+/// Where this console listens (the main address and the metrics one), for the providers:
+/// sandboxes on an allow-list never reach them.
+fn console_addresses(main: SocketAddr, metrics: Option<&TcpListener>) -> Vec<SocketAddr> {
+    let mut addresses = vec![main];
+    addresses.extend(metrics.and_then(|m| m.local_addr().ok()));
+    addresses
 }

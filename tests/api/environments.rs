@@ -44,7 +44,7 @@ async fn environment(app: &TestApp, name: &str) -> Value {
 }
 
 /// Waits for the environment's newest build to end; returns the page.
-async fn built(app: &TestApp, name: &str) -> Value {
+pub async fn built(app: &TestApp, name: &str) -> Value {
     let started = Instant::now();
     loop {
         let page = environment(app, name).await;
@@ -484,7 +484,7 @@ async fn an_environment_is_mounted_read_only_into_docker_containers_under_runc_a
 
 /// The environment store the suites share, outside the clone: the default environment is
 /// downloaded and built once per machine (its folder is keyed by its spec), then reused.
-fn shared_store() -> std::path::PathBuf {
+pub fn shared_store() -> std::path::PathBuf {
     std::env::var_os("SANDBOX_CONSOLE_ENVIRONMENT_STORE")
         .map(Into::into)
         .unwrap_or_else(|| {

@@ -9,6 +9,7 @@ mod dashboard;
 mod database;
 mod docker_provider;
 mod e2b_provider;
+mod egress;
 mod environments;
 #[path = "../fakes/mod.rs"]
 mod fakes;

@@ -143,6 +143,7 @@ impl SandboxProvider for Scripted {
             artifacts: vec![],
             queue_wait_ms: None,
             metadata: Map::new(),
+            egress: None,
         })
     }
 

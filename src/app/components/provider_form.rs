@@ -26,7 +26,12 @@ pub fn ProviderForm(
         .destinations()
         .map(|f| f.label.clone())
         .collect();
-    let sections = [FieldGroup::Deployment, FieldGroup::Runtime].map(|group| {
+    let sections = [
+        FieldGroup::Deployment,
+        FieldGroup::Runtime,
+        FieldGroup::Network,
+    ]
+    .map(|group| {
         let fields: Vec<_> = card
             .schema
             .fields

@@ -239,6 +239,58 @@ fn Execution(detail: ExecutionDetail) -> impl IntoView {
             {kept("Code", detail.code, "run-code")}
             {kept("stdout", detail.stdout, "run-stdout")}
             {kept("stderr", detail.stderr, "run-stderr")}
+            {detail.egress.map(|report| view! { <Network report/> })}
         </section>
+    }
+}
+
+/// A run's connections under its provider's allow-list.
+#[component]
+fn Network(report: crate::model::egress::EgressReport) -> impl IntoView {
+    let summary = format!(
+        "{} connection(s), {} refused, {} bytes out, {} bytes in{}",
+        report.connections.len() as u64 + report.unlisted,
+        report.egress_denied,
+        report.bytes_out,
+        report.bytes_in,
+        if report.limit_reached {
+            "; cut at the provider's traffic limit"
+        } else {
+            ""
+        }
+    );
+    let rows = report
+        .connections
+        .into_iter()
+        .map(|c| {
+            let denied = c.denied();
+            view! {
+                <tr class=if denied { "denied" } else { "" }>
+                    <td>{c.protocol}</td>
+                    <td class="mono">{c.name.unwrap_or_else(|| "—".into())}</td>
+                    <td class="mono">{c.address.unwrap_or_else(|| "—".into())}</td>
+                    <td>{c.port}</td>
+                    <td>{if denied { "refused" } else { "allowed" }}</td>
+                    <td>{c.reason.unwrap_or_default()}</td>
+                    <td>{c.bytes_out}</td>
+                    <td>{c.bytes_in}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <h3>"Network"</h3>
+        <p data-testid="run-egress-summary">{summary}</p>
+        <div class="table-scroll">
+            <table class="table" data-testid="run-egress">
+                <thead><tr>
+                    <th scope="col">"Protocol"</th><th scope="col">"Name"</th>
+                    <th scope="col">"Address"</th><th scope="col">"Port"</th>
+                    <th scope="col">"Verdict"</th><th scope="col">"Why"</th>
+                    <th scope="col">"Bytes out"</th><th scope="col">"Bytes in"</th>
+                </tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
     }
 }

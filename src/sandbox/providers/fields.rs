@@ -95,3 +95,103 @@ pub fn resolve_environment(
     });
     resolved
 }
+
+/// The network fields of a provider that runs code on this host: `network` (none or
+/// allow-list), `allowed_hosts`, `static_hosts`, `max_egress_bytes`, `ca_certificates`.
+pub fn network() -> [FieldSpec; 5] {
+    use crate::{
+        model::schema::{FieldGroup, SelectOption},
+        sandbox::egress::{NetworkConfig, ALLOW_LIST, NONE},
+    };
+    let d = NetworkConfig::default();
+    [
+        FieldSpec::new(
+            "network",
+            FieldKind::Select {
+                options: vec![
+                    SelectOption {
+                        value: NONE.into(),
+                        label: "None: only a loopback interface".into(),
+                    },
+                    SelectOption {
+                        value: ALLOW_LIST.into(),
+                        label: "Allow-list: the hosts below, nothing else".into(),
+                    },
+                ],
+            },
+            "Network",
+        )
+        .describe(
+            "None: sandboxes have no network. Allow-list: every connection goes through the \
+             console, which lets through only the hosts listed (DNS, TCP and TLS checked by \
+             name; private, loopback and cloud-metadata addresses refused unless mapped under \
+             Static hosts); each run's connections are in its history.",
+        )
+        .default_value(json!(d.network))
+        .group(FieldGroup::Network),
+        FieldSpec::new("allowed_hosts", FieldKind::Multiline, "Allowed hosts")
+            .describe(
+                "One a line: host, host:port or *.example.com (one label or more). Ports are \
+                 80 and 443 unless given.",
+            )
+            .placeholder("pypi.org\n*.githubusercontent.com\napi.example.com:8443")
+            .default_value(json!(d.allowed_hosts))
+            .group(FieldGroup::Network),
+        FieldSpec::new("static_hosts", FieldKind::Multiline, "Static hosts")
+            .describe(
+                "One 'name address' a line, resolved before public DNS: names for internal \
+                 services. An address here may be private; the name must still be allowed.",
+            )
+            .placeholder("files.internal 10.0.0.12")
+            .default_value(json!(d.static_hosts))
+            .group(FieldGroup::Network),
+        FieldSpec::new(
+            "max_egress_bytes",
+            integer(1024, 10 * 1024 * MIB),
+            "Max traffic per run (bytes)",
+        )
+        .describe("Bytes both ways one run may move; past it, its connections are cut and the run reports egress_limit.")
+        .default_value(json!(d.max_egress_bytes))
+        .group(FieldGroup::Network),
+        FieldSpec::new("ca_certificates", FieldKind::Multiline, "Extra CA certificates")
+            .describe(
+                "PEM certificates programs trust besides the system's (an internal CA): given \
+                 to them through SSL_CERT_FILE, REQUESTS_CA_BUNDLE and NODE_EXTRA_CA_CERTS.",
+            )
+            .placeholder("-----BEGIN CERTIFICATE-----")
+            .default_value(json!(d.ca_certificates))
+            .group(FieldGroup::Network),
+    ]
+}
+
+/// Checks the network fields, each error on its own field (the policy itself is built from
+/// the typed config: [`crate::sandbox::egress::NetworkConfig::policy`]).
+pub fn check_network(check: &mut super::config_check::ConfigCheck<'_>) {
+    use crate::sandbox::egress::{self, policy, ALLOW_LIST};
+    let allow_list = check.text("network") == ALLOW_LIST;
+    check.check("allowed_hosts", |c| {
+        let rules = policy::parse_allowed(&c.text("allowed_hosts"))?;
+        if allow_list && rules.is_empty() {
+            return Err("List at least one host, or set Network to none.".into());
+        }
+        Ok(())
+    });
+    check.check("static_hosts", |c| {
+        policy::parse_static(&c.text("static_hosts")).map(|_| ())
+    });
+    check.check("ca_certificates", |c| {
+        egress::check_certificates(&c.text("ca_certificates"))
+    });
+}
+
+/// The allow-list of a config whose network fields passed [`check_network`].
+pub fn network_policy(
+    network: &crate::sandbox::egress::NetworkConfig,
+    context: &crate::sandbox::environment::BuildContext,
+) -> Result<Option<std::sync::Arc<crate::sandbox::egress::Policy>>, crate::sandbox::Error> {
+    network
+        .policy(&context.console)
+        .map_err(|e| crate::sandbox::Error::ConfigInvalid {
+            errors: [("allowed_hosts".to_owned(), e)].into(),
+        })
+}

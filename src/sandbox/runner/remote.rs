@@ -240,6 +240,7 @@ pub fn finish_snippet(
         artifacts: read.artifacts,
         queue_wait_ms: None,
         metadata: Map::new(),
+        egress: None,
     };
     (result, read.skipped_artifacts)
 }

@@ -140,6 +140,8 @@ pub struct NewExecution<'a> {
     pub error: Option<&'a str>,
     /// Code and output to keep (already cut to size), when the history keeps content.
     pub content: Option<Content<'a>>,
+    /// The run's egress report as JSON, when it ran on an allow-list.
+    pub egress: Option<&'a str>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -162,8 +164,8 @@ pub async fn record(pool: &SqlitePool, run: &NewExecution<'_>) -> Result<i64, sq
     let mut tx = pool.begin().await?;
     let id = sqlx::query_scalar(
         "insert into execution (caller, caller_kind, source, provider, language, status, exit_code, \
-         duration_ms, code_sha256, input_bytes, output_bytes, error, code, stdout, stderr) \
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning id",
+         duration_ms, code_sha256, input_bytes, output_bytes, error, code, stdout, stderr, egress) \
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning id",
     )
     .bind(&run.caller.name)
     .bind(run.caller.kind.as_str())
@@ -180,6 +182,7 @@ pub async fn record(pool: &SqlitePool, run: &NewExecution<'_>) -> Result<i64, sq
     .bind(run.content.as_ref().map(|c| c.code))
     .bind(run.content.as_ref().map(|c| c.stdout))
     .bind(run.content.as_ref().map(|c| c.stderr))
+    .bind(run.egress)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -290,6 +293,7 @@ pub async fn detail(pool: &SqlitePool, id: i64) -> Result<Option<ExecutionDetail
         code: Option<String>,
         stdout: Option<String>,
         stderr: Option<String>,
+        egress: Option<String>,
     }
     let summary: Option<ExecutionSummary> =
         sqlx::query_as(&format!("select {SUMMARY} from execution where id = ?"))
@@ -300,7 +304,7 @@ pub async fn detail(pool: &SqlitePool, id: i64) -> Result<Option<ExecutionDetail
         return Ok(None);
     };
     let extra: Extra = sqlx::query_as(
-        "select code_sha256, error, code, stdout, stderr from execution where id = ?",
+        "select code_sha256, error, code, stdout, stderr, egress from execution where id = ?",
     )
     .bind(id)
     .fetch_one(pool)
@@ -312,6 +316,9 @@ pub async fn detail(pool: &SqlitePool, id: i64) -> Result<Option<ExecutionDetail
         code: extra.code,
         stdout: extra.stdout,
         stderr: extra.stderr,
+        egress: extra
+            .egress
+            .and_then(|text| serde_json::from_str(&text).ok()),
     }))
 }
 
@@ -455,6 +462,7 @@ mod tests {
             output_bytes: 0,
             error: None,
             content: None,
+            egress: None,
         };
         record(pool, &row).await.unwrap();
     }

@@ -72,22 +72,28 @@ impl SandboxService {
         registry: Registry,
         secrets: SecretBox,
     ) -> Result<Self, SettingError> {
-        Self::start_with(pool, registry, secrets, None).await
+        Self::start_with(pool, registry, secrets, None, Vec::new()).await
     }
 
     /// [`SandboxService::start`], with providers built against `environments`: a change
-    /// there (a new ready build, a new default) rebuilds the active provider.
+    /// there (a new ready build, a new default) rebuilds the active provider. `console` is
+    /// where the console listens: sandboxes on an allow-list never reach it.
     pub async fn start_with(
         pool: SqlitePool,
         registry: Registry,
         secrets: SecretBox,
         environments: Option<Arc<StoreCatalog>>,
+        console: Vec<std::net::SocketAddr>,
     ) -> Result<Self, SettingError> {
         let registry = match &environments {
             Some(catalog) => registry.with_context(BuildContext {
                 environments: catalog.clone(),
+                console,
             }),
-            None => registry,
+            None => registry.with_context(BuildContext {
+                console,
+                ..BuildContext::default()
+            }),
         };
         let service = SandboxService {
             environments,

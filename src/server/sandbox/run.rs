@@ -209,6 +209,11 @@ impl SandboxService {
             stdout: history::cut(stdout, max),
             stderr: history::cut(stderr, max),
         });
+        let egress = outcome
+            .as_ref()
+            .ok()
+            .and_then(|r| r.egress.as_ref())
+            .and_then(|report| serde_json::to_string(report).ok());
         let row = NewExecution {
             caller,
             provider: kind,
@@ -221,6 +226,7 @@ impl SandboxService {
             output_bytes,
             error: error.as_deref(),
             content,
+            egress: egress.as_deref(),
         };
         if let Some(metrics) = &self.metrics {
             let ran = outcome.as_ref().ok();
@@ -231,6 +237,9 @@ impl SandboxService {
                 ran.map(|r| r.wall_time_ms),
                 ran.and_then(|r| r.queue_wait_ms),
             );
+            if let Some(report) = ran.and_then(|r| r.egress.as_ref()) {
+                metrics.egress(kind, report);
+            }
         }
         self.history.record(&row).await;
     }

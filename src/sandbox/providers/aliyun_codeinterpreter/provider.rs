@@ -201,6 +201,7 @@ impl SandboxProvider for AliyunProvider {
             artifacts: Vec::new(),
             queue_wait_ms: None,
             metadata,
+            egress: None,
         };
         let Some(bytes) = bytes else {
             let note = format!(

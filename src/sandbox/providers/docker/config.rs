@@ -9,6 +9,7 @@ use super::{DockerProvider, KIND};
 use crate::{
     model::schema::{ConfigSchema, FieldGroup, FieldKind, FieldSpec},
     sandbox::{
+        egress::{self, NetworkConfig},
         environment::BuildContext,
         providers::{config_check::ConfigCheck, fields},
         Error, SandboxProvider,
@@ -19,6 +20,9 @@ const MIB: u64 = 1024 * 1024;
 /// gVisor counts its sandbox's host threads against the pids limit: below this it cannot start
 /// or dies under a few hundred processes (measured on Debian's runsc).
 pub const GVISOR_MIN_PIDS: u32 = 1000;
+/// The gVisor runtime registration whose sandboxes can take an allow-list (scripts/docker.sh
+/// registers it next to `runsc`).
+pub const RUNSC_EGRESS: &str = "runsc-egress";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -40,6 +44,8 @@ pub struct DockerConfig {
     pub max_artifact_bytes: u64,
     pub queue_wait_secs: u32,
     pub environment: String,
+    #[serde(flatten)]
+    pub network: NetworkConfig,
 }
 
 impl Default for DockerConfig {
@@ -62,6 +68,7 @@ impl Default for DockerConfig {
             max_artifact_bytes: 10 * MIB,
             queue_wait_secs: 10,
             environment: String::new(),
+            network: NetworkConfig::default(),
         }
     }
 }
@@ -82,7 +89,7 @@ pub fn schema() -> ConfigSchema {
         d.max_artifact_bytes,
         "Largest artifact returned.",
     );
-    ConfigSchema {
+    let mut schema = ConfigSchema {
         fields: vec![
             FieldSpec::new("docker_host", FieldKind::String, "Docker host")
                 .describe(
@@ -177,7 +184,9 @@ pub fn schema() -> ConfigSchema {
             fields::queue_wait_secs(d.queue_wait_secs, "a free container"),
             fields::environment(),
         ],
-    }
+    };
+    schema.fields.extend(fields::network());
+    schema
 }
 
 /// Validates stored or submitted values and builds the provider (it connects lazily: a daemon
@@ -206,6 +215,23 @@ pub fn build_provider_with(
 ) -> Result<DockerProvider, Error> {
     let mut check = ConfigCheck::new(KIND, &schema(), raw);
     let environment = fields::resolve_environment(&mut check, context);
+    fields::check_network(&mut check);
+    if check.text("network") == egress::ALLOW_LIST {
+        // The console puts the sandbox's network device into the container's namespace, and
+        // binds the allow-list's files from this host's disk.
+        check.check("network", |c| {
+            if !c.text("docker_host").starts_with("unix://") {
+                return Err("An allow-list needs a local daemon (unix://): the console joins                             each container's network namespace."
+                    .into());
+            }
+            if c.text("runtime") == "runsc" {
+                return Err(format!(
+                    "Under gVisor an allow-list needs the {RUNSC_EGRESS} runtime (scripts/docker.sh                      registers it): choose it as the runtime."
+                ));
+            }
+            Ok(())
+        });
+    }
     if environment.mount().is_some() {
         // A bind mount names a folder on the daemon's host: only this host's daemon sees ours.
         check.check("environment", |c| {
@@ -249,7 +275,8 @@ pub fn build_provider_with(
             ),
         ));
     }
-    Ok(DockerProvider::new(config, environment))
+    let egress = fields::network_policy(&config.network, context)?;
+    DockerProvider::with_network(config, environment, egress)
 }
 
 fn check_host(host: &str) -> Result<(), String> {

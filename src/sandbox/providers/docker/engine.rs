@@ -27,6 +27,7 @@ use super::{config::DockerConfig, DockerError};
 use crate::{
     model::execution::{Artifact, Language},
     sandbox::{
+        egress::{self, files::NetworkFiles},
         environment::{self, Mount},
         runner::{self, ArtifactFile, ArtifactLimits, Job},
     },
@@ -145,21 +146,37 @@ pub fn container_body(
     owner: &str,
     pool: &str,
     mount: Option<&Mount>,
+    network: Option<&NetworkFiles>,
 ) -> ContainerCreateBody {
     // Execs inherit the container's variables: the environment's are set once, here.
     let mut env = base_env();
     env.extend(
         environment::sandbox_env(mount)
             .into_iter()
+            .chain(network.map(NetworkFiles::env).unwrap_or_default())
             .map(|(name, value)| format!("{name}={value}")),
     );
-    let binds = mount.map(|mount| {
-        vec![format!(
+    let mut binds = Vec::new();
+    if let Some(mount) = mount {
+        binds.push(format!(
             "{}:{}:ro",
             mount.dir.display(),
             environment::MOUNT_POINT
-        )]
-    });
+        ));
+    }
+    if let Some(files) = network {
+        // The daemon writes no resolv.conf of its own where one is bound.
+        binds.push(format!(
+            "{}:{}:ro",
+            files.dir().display(),
+            egress::files::MOUNT_POINT
+        ));
+        binds.push(format!(
+            "{}:/etc/resolv.conf:ro",
+            files.resolv_conf().display()
+        ));
+    }
+    let binds = (!binds.is_empty()).then_some(binds);
     let memory = i64::from(config.memory_mb) * 1024 * 1024;
     let tmpfs = |mb: u32| format!("rw,nosuid,nodev,size={}m,mode=1777", mb);
     ContainerCreateBody {
@@ -225,10 +242,14 @@ pub async fn start_container(
     owner: &str,
     pool: &str,
     mount: Option<&Mount>,
+    network: Option<&NetworkFiles>,
 ) -> Result<String, DockerError> {
     let image = image_of(config, language).to_owned();
     let created = docker
-        .create_container(None, container_body(config, language, owner, pool, mount))
+        .create_container(
+            None,
+            container_body(config, language, owner, pool, mount, network),
+        )
         .await
         .map_err(|source| match &source {
             bollard::errors::Error::DockerResponseServerError {
@@ -621,6 +642,25 @@ pub async fn wipe(docker: &Docker, id: &str) -> Result<bool, DockerError> {
         tracing::info!(container = id, report = %text.trim(), "a container could not be wiped; it is replaced");
     }
     Ok(clean)
+}
+
+/// The host pid of a container's init, whose network namespace is the container's.
+pub async fn init_pid(docker: &Docker, id: &str) -> Result<u32, DockerError> {
+    let inspect = docker
+        .inspect_container(id, None)
+        .await
+        .map_err(DockerError::Daemon)?;
+    inspect
+        .state
+        .and_then(|s| s.pid)
+        .filter(|pid| *pid > 0)
+        .map(|pid| pid as u32)
+        .ok_or_else(|| {
+            DockerError::Protocol(format!(
+                "container {} has no running init",
+                &id[..id.len().min(12)]
+            ))
+        })
 }
 
 /// Whether the container still runs.

@@ -12,7 +12,9 @@ use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
-pub use config::{build, build_provider, build_with, schema, DockerConfig, GVISOR_MIN_PIDS};
+pub use config::{
+    build, build_provider, build_with, schema, DockerConfig, GVISOR_MIN_PIDS, RUNSC_EGRESS,
+};
 pub use engine::{owner_alive, LABEL_MANAGED, LABEL_OWNER, LABEL_POOL};
 
 use self::error::DockerError;
@@ -23,6 +25,7 @@ use crate::{
     },
     sandbox::{
         self,
+        egress::{self, files::NetworkFiles, Policy},
         environment::{Mount, Resolved},
         registry::ProviderKind,
         runner::{self, ArtifactLimits},
@@ -79,6 +82,8 @@ pub struct Shared {
     swept: OnceCell<()>,
     /// The package environment bound read-only into every container.
     mount: Option<Mount>,
+    /// The allow-list sandboxes reach the network through; `None`: no network.
+    egress: Option<(Arc<Policy>, NetworkFiles)>,
 }
 
 impl Shared {
@@ -106,6 +111,7 @@ impl Shared {
             &self.owner,
             &self.pool_id,
             self.mount.as_ref(),
+            self.egress.as_ref().map(|(_, files)| files),
         )
         .await?)
     }
@@ -147,8 +153,52 @@ impl DockerProvider {
                 pool_id,
                 swept: OnceCell::new(),
                 mount: environment.mount().cloned(),
+                egress: None,
             }),
         }
+    }
+
+    /// A provider whose sandboxes reach what `policy` allows (nothing without one).
+    pub fn with_network(
+        config: DockerConfig,
+        environment: Resolved,
+        policy: Option<Arc<Policy>>,
+    ) -> Result<Self, Error> {
+        let mut provider = DockerProvider::new(config, environment);
+        if let Some(policy) = policy {
+            let files = NetworkFiles::create(&provider.shared.config.network.ca_certificates)
+                .map_err(|e| {
+                    Error::Backend(format!("cannot write the sandbox's network files: {e}"))
+                })?;
+            Arc::get_mut(&mut provider.shared)
+                .expect("a new provider's state is not shared yet")
+                .egress = Some((policy, files));
+        }
+        Ok(provider)
+    }
+
+    /// Gives the leased container its network for one run: a TUN in its namespace, served
+    /// by the console under the allow-list until the session closes.
+    async fn connect(
+        &self,
+        docker: &bollard::Docker,
+        lease: &pool::Lease,
+    ) -> Result<Option<Arc<egress::Session>>, Error> {
+        let Some((policy, _)) = &self.shared.egress else {
+            return Ok(None);
+        };
+        let pid = engine::init_pid(docker, &lease.id).await?;
+        let device =
+            tokio::task::spawn_blocking(move || egress::namespace::tun_in_namespace_of(pid))
+                .await
+                .map_err(|e| Error::Backend(format!("the network set-up crashed: {e}")))?
+                .map_err(|e| {
+                    Error::Backend(format!("cannot give the container its network: {e}"))
+                })?;
+        let session = egress::Session::new(policy.clone());
+        egress::serve(device, session.clone())
+            .map_err(|e| Error::Backend(format!("cannot serve the container's network: {e}")))?;
+        Ok(Some(session))
     }
 
     pub fn config(&self) -> &DockerConfig {
@@ -264,9 +314,16 @@ impl DockerProvider {
         let job = runner::prepare(request);
         let flag = format!("{}artifacts", job.marker);
         let max_output = config.max_output_bytes as usize;
+        let mut session = self.connect(&docker, lease).await;
+        if session.is_err() {
+            // An idle container that died behind our back has no namespace left either.
+            pool.replace(&self.shared, lease).await?;
+            session = self.connect(&docker, lease).await;
+        }
+        let session = session?;
         let raw = match engine::run_job(&docker, &lease.id, &job, &flag, timeout, max_output).await
         {
-            Err(error) if error.container_gone() => {
+            Err(error) if error.container_gone() && session.is_none() => {
                 // An idle container died behind our back: replace it once and run there.
                 tracing::info!(
                     container = short(&lease.id),
@@ -277,6 +334,8 @@ impl DockerProvider {
             }
             other => other?,
         };
+        // The run is over: its network closes with it, and says what it did.
+        let report = session.map(|s| s.finish());
         let mut stderr = raw.stderr;
         let wants_artifacts = match stderr.find(&format!("\n{flag}\n")) {
             Some(at) => {
@@ -337,7 +396,10 @@ impl DockerProvider {
                 runner::classify(signal, raw.exit_code, raw.elapsed, timeout, false, &stderr)
             }
         };
-        let (status, stdout, result) = runner::settle(outcome, limit, &mut stderr);
+        let (mut status, stdout, result) = runner::settle(outcome, limit, &mut stderr);
+        if let Some(report) = &report {
+            egress::explain(report, &mut status, &mut stderr);
+        }
         let mut metadata = Map::new();
         metadata.insert("container".into(), json!(short(&lease.id)));
         metadata.insert("cold_start".into(), json!(lease.cold));
@@ -373,6 +435,7 @@ impl DockerProvider {
                 artifacts,
                 queue_wait_ms: Some(lease.waited.as_millis() as u64),
                 metadata,
+                egress: report,
             },
             reusable,
         ))

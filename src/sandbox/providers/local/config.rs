@@ -9,6 +9,7 @@ use super::{LocalProvider, KIND};
 use crate::{
     model::schema::{ConfigSchema, FieldKind, FieldSpec},
     sandbox::{
+        egress::NetworkConfig,
         environment::BuildContext,
         providers::{config_check::ConfigCheck, fields},
         Error, SandboxProvider,
@@ -31,6 +32,8 @@ pub struct LocalConfig {
     pub max_concurrent_runs: u32,
     pub queue_wait_secs: u32,
     pub environment: String,
+    #[serde(flatten)]
+    pub network: NetworkConfig,
 }
 
 impl Default for LocalConfig {
@@ -47,6 +50,7 @@ impl Default for LocalConfig {
             max_concurrent_runs: 8,
             queue_wait_secs: 10,
             environment: String::new(),
+            network: NetworkConfig::default(),
         }
     }
 }
@@ -58,7 +62,7 @@ pub fn schema() -> ConfigSchema {
         d.max_artifact_bytes,
         "Largest file the program may write, and largest artifact returned.",
     );
-    ConfigSchema {
+    let mut schema = ConfigSchema {
         fields: vec![
             FieldSpec::new("python_path", FieldKind::String, "Python interpreter")
                 .describe("Absolute path of the Python 3 interpreter on this host.")
@@ -96,7 +100,9 @@ pub fn schema() -> ConfigSchema {
             fields::queue_wait_secs(d.queue_wait_secs, "a free slot"),
             fields::environment(),
         ],
-    }
+    };
+    schema.fields.extend(fields::network());
+    schema
 }
 
 /// [`build_with`] without environments (tools and tests).
@@ -112,6 +118,7 @@ pub fn build_with(
 ) -> Result<Arc<dyn SandboxProvider>, Error> {
     let mut check = ConfigCheck::new(KIND, &schema(), raw);
     let environment = fields::resolve_environment(&mut check, context);
+    fields::check_network(&mut check);
     let defaults = LocalConfig::default();
     for (key, default) in [
         ("python_path", defaults.python_path),
@@ -122,7 +129,13 @@ pub fn build_with(
             check_executable(if path.is_empty() { &default } else { path })
         });
     }
-    Ok(Arc::new(LocalProvider::new(check.finish()?, environment)))
+    let config: LocalConfig = check.finish()?;
+    let egress = fields::network_policy(&config.network, context)?;
+    Ok(Arc::new(LocalProvider::with_network(
+        config,
+        environment,
+        egress,
+    )?))
 }
 
 fn check_executable(path: &str) -> Result<(), String> {

@@ -22,10 +22,18 @@ use super::LocalConfig;
 use crate::{
     model::execution::{Artifact, ExecStatus, Language},
     sandbox::{
+        egress::{self, files::NetworkFiles},
         environment::{self, Mount},
         runner::{self, ArtifactLimits, Job},
     },
 };
+
+/// A run on an allow-list: the files it reads (resolv.conf, CA bundle), and what serves its
+/// TUN once the namespace exists.
+pub struct Network<'a> {
+    pub files: &'a NetworkFiles,
+    pub serve: Box<dyn FnOnce(tun_rs::SyncDevice) -> std::io::Result<()> + Send + 'a>,
+}
 
 /// What of the host's /etc a run may read. The rest (shadow, gshadow, ssh host keys, daemon
 /// configs) stays unreadable even though the run's user namespace maps the console's user.
@@ -99,6 +107,8 @@ pub struct RawRun {
     pub limit: Option<ExecStatus>,
     pub artifacts: Vec<Artifact>,
     pub skipped_artifacts: Vec<String>,
+    /// What the run did on the network, when it ran on an allow-list.
+    pub egress: Option<crate::model::egress::EgressReport>,
 }
 
 fn running_as_root() -> bool {
@@ -123,14 +133,20 @@ fn container(
     artifacts_dir: Option<&Path>,
     language: Language,
     timeout: Duration,
+    network: Option<&NetworkFiles>,
 ) -> Result<Container, String> {
     let mut container = Container::new();
     // /bin, /etc, /lib*, /sbin and /usr only, read-only; nothing else of the host is visible.
     container
         .rootfs("/")
         .map_err(|e| format!("cannot prepare the sandbox root: {e}"))?;
+    // On an allow-list the run shares the namespace of the thread that forks it: a fresh one
+    // whose only way out is the console's TUN (see [`run`]); otherwise a namespace of its own
+    // with loopback alone.
+    if network.is_none() {
+        container.unshare(Namespace::Network);
+    }
     container
-        .unshare(Namespace::Network)
         .unshare(Namespace::Ipc)
         .unshare(Namespace::Uts)
         .hostname("sandbox")
@@ -145,6 +161,10 @@ fn container(
     }
     if let Some(mount) = mount {
         container.bindmount_ro(&mount.dir.to_string_lossy(), environment::MOUNT_POINT);
+    }
+    if let Some(files) = network {
+        container.bindmount_ro(&files.dir().to_string_lossy(), egress::files::MOUNT_POINT);
+        container.bindmount_ro(&files.resolv_conf().to_string_lossy(), "/etc/resolv.conf");
     }
 
     let cpu_secs = timeout.as_secs() + 1;
@@ -177,7 +197,11 @@ fn container(
     let mut ruleset = Ruleset::default();
     ruleset.restrict(Resource::FS, CompatMode::Relax);
     ruleset.restrict(Resource::NET_TCP_BIND, CompatMode::Relax);
-    ruleset.restrict(Resource::NET_TCP_CONNECT, CompatMode::Relax);
+    // Without network no connect() is allowed at all. On an allow-list every connect() must
+    // reach the console, which decides and logs it (a landlock refusal would go unseen).
+    if network.is_none() {
+        ruleset.restrict(Resource::NET_TCP_CONNECT, CompatMode::Relax);
+    }
     let read_exec = FsAccess::R | FsAccess::X;
     let system = ["/bin", "/lib", "/lib64", "/sbin", "/usr", "/proc"];
     for path in system.iter().chain(ETC_READABLE) {
@@ -187,6 +211,10 @@ fn container(
     }
     if mount.is_some() {
         ruleset.allow_path(environment::MOUNT_POINT, read_exec);
+    }
+    if network.is_some() {
+        ruleset.allow_path(egress::files::MOUNT_POINT, FsAccess::R);
+        ruleset.allow_path("/etc/resolv.conf", FsAccess::R);
     }
     let read_write = FsAccess::R | FsAccess::W | FsAccess::X;
     for path in ["/tmp", "/workspace", "/dev"] {
@@ -284,6 +312,28 @@ pub fn run(
     timeout: Duration,
     limits: ArtifactLimits,
     watch: Watch,
+    network: Option<Network<'_>>,
+) -> Result<RawRun, String> {
+    let Some(network) = network else {
+        return run_in(config, mount, job, timeout, limits, watch, None);
+    };
+    let Network { files, serve } = network;
+    egress::namespace::in_new(|device| {
+        serve(device).map_err(|e| format!("cannot serve the sandbox's network: {e}"))?;
+        run_in(config, mount, job, timeout, limits, watch, Some(files))
+    })
+    .map_err(|e| format!("cannot give the sandbox its network: {e}"))?
+}
+
+/// [`run`] in the calling thread's network namespace, or in a new one of its own.
+fn run_in(
+    config: &LocalConfig,
+    mount: Option<&Mount>,
+    job: &Job,
+    timeout: Duration,
+    limits: ArtifactLimits,
+    watch: Watch,
+    network: Option<&NetworkFiles>,
 ) -> Result<RawRun, String> {
     // Only the artifacts folder lives on the host (private, deleted after the run); the code,
     // the runner and the arguments are written straight into the run's tmpfs.
@@ -295,7 +345,14 @@ pub fn run(
     std::fs::create_dir(&artifacts_dir)
         .map_err(|e| format!("cannot create the artifacts folder: {e}"))?;
 
-    let mut container = container(config, mount, Some(&artifacts_dir), job.language, timeout)?;
+    let mut container = container(
+        config,
+        mount,
+        Some(&artifacts_dir),
+        job.language,
+        timeout,
+        network,
+    )?;
     for file in &job.files {
         let text = std::str::from_utf8(&file.contents)
             .map_err(|_| format!("{} is not UTF-8 text", file.name))?;
@@ -312,6 +369,11 @@ pub fn run(
         .env("PYTHONIOENCODING", "utf-8");
     for (name, value) in environment::sandbox_env(mount) {
         command.env(name, &value);
+    }
+    if let Some(files) = network {
+        for (name, value) in files.env() {
+            command.env(name, &value);
+        }
     }
     command
         .wait_timeout(timeout.as_secs().max(1))
@@ -379,6 +441,7 @@ pub fn run(
         limit,
         artifacts,
         skipped_artifacts,
+        egress: None,
     })
 }
 
@@ -411,6 +474,7 @@ pub fn probe(config: &LocalConfig, mount: Option<&Mount>) -> Result<Map<String, 
         None,
         Language::Python,
         Duration::from_secs(5),
+        None,
     )?;
     let started = Instant::now();
     let output = container

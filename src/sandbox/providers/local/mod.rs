@@ -22,6 +22,7 @@ use crate::{
     },
     sandbox::{
         self,
+        egress::{self, files::NetworkFiles, Policy},
         environment::{Mount, Resolved},
         registry::ProviderKind,
         runner::{self, ArtifactLimits, Job, WorkspaceFile},
@@ -51,24 +52,58 @@ pub fn kind() -> ProviderKind {
     }
 }
 
+/// An allow-list and the files its sandboxes read.
+#[derive(Clone, Debug)]
+struct Egress {
+    policy: Arc<Policy>,
+    files: Arc<NetworkFiles>,
+}
+
 #[derive(Debug)]
 pub struct LocalProvider {
     config: Arc<LocalConfig>,
     /// The package environment mounted read-only into every sandbox.
     mount: Option<Arc<Mount>>,
+    /// The allow-list sandboxes reach the network through; `None`: no network.
+    egress: Option<Egress>,
     info: ProviderInfo,
     /// One permit per run allowed at once: admission control on a small host.
     slots: Arc<Semaphore>,
 }
 
 impl LocalProvider {
+    /// A provider whose sandboxes have no network.
     pub fn new(config: LocalConfig, environment: Resolved) -> Self {
         LocalProvider {
             mount: environment.mount().cloned().map(Arc::new),
+            egress: None,
             slots: Arc::new(Semaphore::new(config.max_concurrent_runs.max(1) as usize)),
             config: Arc::new(config),
             info: info(),
         }
+    }
+
+    /// A provider whose sandboxes reach what `policy` allows (nothing without one).
+    pub fn with_network(
+        config: LocalConfig,
+        environment: Resolved,
+        policy: Option<Arc<Policy>>,
+    ) -> Result<Self, Error> {
+        let egress = match policy {
+            None => None,
+            Some(policy) => Some(Egress {
+                policy,
+                files: Arc::new(
+                    NetworkFiles::create(&config.network.ca_certificates).map_err(|e| {
+                        Error::Backend(format!("cannot write the sandbox's network files: {e}"))
+                    })?,
+                ),
+            }),
+        };
+        Ok(LocalProvider {
+            egress,
+            ..LocalProvider::new(config, environment)
+        })
     }
 
     /// Waits up to the queue limit for a free slot; `PoolBusy` after that. Also returns how
@@ -125,13 +160,42 @@ impl LocalProvider {
         };
         let (_kill_on_drop, watch) = jail::stop_channel();
         let mount = self.mount.clone();
-        tokio::task::spawn_blocking(move || {
+        let egress = self.egress.clone();
+        let session = egress
+            .as_ref()
+            .map(|e| egress::Session::new(e.policy.clone()));
+        let serving = session.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let run = tokio::task::spawn_blocking(move || {
             let _slot = slot;
-            jail::run(&config, mount.as_deref(), &job, timeout, limits, watch)
+            let network = egress
+                .as_ref()
+                .zip(serving)
+                .map(|(egress, session)| jail::Network {
+                    files: &egress.files,
+                    serve: Box::new(move |device| {
+                        let _runtime = runtime.enter();
+                        egress::serve(device, session)
+                    }),
+                });
+            jail::run(
+                &config,
+                mount.as_deref(),
+                &job,
+                timeout,
+                limits,
+                watch,
+                network,
+            )
         })
-        .await
-        .map_err(LocalError::Crashed)?
-        .map_err(|message| LocalError::Jail(message).into())
+        .await;
+        // The run is over: its network closes with it, and says what it did.
+        let report = session.map(|s| s.finish());
+        let mut raw = run
+            .map_err(LocalError::Crashed)?
+            .map_err(LocalError::Jail)?;
+        raw.egress = report;
+        Ok(raw)
     }
 }
 
@@ -157,10 +221,42 @@ impl SandboxProvider for LocalProvider {
                     "max_concurrent_runs".into(),
                     json!(self.config.max_concurrent_runs),
                 );
-                HealthReport {
-                    healthy: true,
-                    message: "Isolation works: a probe ran as PID 1 with only a loopback interface and a read-only root.".into(),
-                    details,
+                let Some(egress) = &self.egress else {
+                    return HealthReport {
+                        healthy: true,
+                        message: "Isolation works: a probe ran as PID 1 with only a loopback interface and a read-only root.".into(),
+                        details,
+                    };
+                };
+                let probe = self
+                    .run_program(
+                        Language::Python,
+                        vec![WorkspaceFile {
+                            name: "probe.py",
+                            contents: egress::PROBE_PY.as_bytes().to_vec(),
+                        }],
+                        vec!["-I", "probe.py"],
+                        Duration::from_secs(15),
+                    )
+                    .await;
+                let checked = match probe {
+                    Ok(raw) => egress::check(&egress.policy, &raw.stdout).await,
+                    Err(error) => Err(format!("the network probe did not run: {error}")),
+                };
+                match checked {
+                    Ok(network) => {
+                        details.extend(network);
+                        HealthReport {
+                            healthy: true,
+                            message: "Isolation works, and the allow-list holds: the allowed hosts resolve, and a sandbox could reach neither the metadata address nor an unlisted name.".into(),
+                            details,
+                        }
+                    }
+                    Err(message) => HealthReport {
+                        healthy: false,
+                        message,
+                        details,
+                    },
                 }
             }
             Ok(Err(reason)) => HealthReport {
@@ -213,7 +309,10 @@ impl SandboxProvider for LocalProvider {
             .await?;
         let outcome = runner::interpret(&job, raw.exit_code.unwrap_or(-1), &raw.stdout);
         let mut stderr = raw.stderr;
-        let (status, stdout, result) = runner::settle(outcome, raw.limit, &mut stderr);
+        let (mut status, stdout, result) = runner::settle(outcome, raw.limit, &mut stderr);
+        if let Some(report) = &raw.egress {
+            egress::explain(report, &mut status, &mut stderr);
+        }
         let mut metadata = instance.metadata.clone();
         if !raw.skipped_artifacts.is_empty() {
             metadata.insert("skipped_artifacts".into(), json!(raw.skipped_artifacts));
@@ -228,6 +327,7 @@ impl SandboxProvider for LocalProvider {
             artifacts: raw.artifacts,
             queue_wait_ms: Some(waited.as_millis() as u64),
             metadata,
+            egress: raw.egress,
         })
     }
 

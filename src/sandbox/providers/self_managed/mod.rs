@@ -353,6 +353,7 @@ impl SelfManagedProvider {
             artifacts,
             queue_wait_ms: None,
             metadata,
+            egress: None,
         })
     }
 }
@@ -461,6 +462,7 @@ impl SandboxProvider for SelfManagedProvider {
                 artifacts: Vec::new(),
                 queue_wait_ms: None,
                 metadata: Map::new(),
+                egress: None,
             },
         };
         result

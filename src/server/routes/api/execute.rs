@@ -48,7 +48,7 @@ pub struct ExecuteRequest {
 #[derive(Serialize, ToSchema)]
 pub struct ExecuteResponse {
     /// `success`, `program_error`, `timeout`, `memory_limit`, `output_limit`, `process_limit`,
-    /// `pool_busy` or `provider_error`.
+    /// `egress_limit`, `pool_busy` or `provider_error`.
     #[schema(example = "success")]
     pub status: String,
     /// What the program printed (the runner's result line removed).
@@ -66,6 +66,12 @@ pub struct ExecuteResponse {
     pub artifacts: Value,
     /// The provider that ran the code.
     pub provider: String,
+    /// On a provider with an allow-list: `{connections: [{protocol, name, address, port,
+    /// verdict, reason, bytes_out, bytes_in}], egress_denied, bytes_out, bytes_in,
+    /// limit_reached}`; `egress_denied` counts the refused attempts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub egress: Option<Value>,
 }
 
 impl From<Run> for ExecuteResponse {
@@ -78,6 +84,9 @@ impl From<Run> for ExecuteResponse {
             execution_time: result.wall_time_ms as f64 / 1000.0,
             result: serde_json::to_value(result.result).unwrap_or(Value::Null),
             artifacts: serde_json::to_value(result.artifacts).unwrap_or(Value::Null),
+            egress: result
+                .egress
+                .map(|e| serde_json::to_value(e).unwrap_or(Value::Null)),
             provider,
         }
     }

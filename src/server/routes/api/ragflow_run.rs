@@ -185,6 +185,10 @@ pub fn translate(result: ExecutionResult) -> RunResult {
             let code = out.exit_code;
             limit(&mut out, code, "processes", "Process limit exceeded")
         }
+        ExecStatus::EgressLimit => {
+            let code = out.exit_code;
+            limit(&mut out, code, "network", "Network traffic limit exceeded")
+        }
         ExecStatus::PoolBusy => return RunResult::busy(),
         ExecStatus::ProviderError => {
             let mut internal = RunResult::internal(out.stderr);
@@ -432,6 +436,7 @@ mod tests {
             artifacts: vec![],
             queue_wait_ms: None,
             metadata: Map::new(),
+            egress: None,
         }
     }
 

@@ -1,0 +1,412 @@
+//! Egress on an allow-list, for real: an HTTP and an HTTPS server on this host's loopback,
+//! under names mapped in Static hosts, reached from programs in real sandboxes through the
+//! console; everything else refused, and every attempt in the run's report.
+//!
+//! Test traffic goes only to loopback: the refused destinations (a public address literal,
+//! the metadata address, a UDP datagram) never leave the sandbox's namespace, which is the
+//! point.
+
+use std::{net::SocketAddr, sync::Arc};
+
+use axum::{routing::get, Router};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+
+use crate::helpers::TestApp;
+
+/// The test CA and the two servers it vouches for (the certificate names `files.test`).
+pub struct Servers {
+    pub ca_pem: String,
+    pub http: SocketAddr,
+    pub https: SocketAddr,
+}
+
+const BIG: usize = 2 * 1024 * 1024;
+
+fn router() -> Router {
+    Router::new()
+        .route("/", get(|| async { "hello from files.test" }))
+        .route("/big", get(|| async { vec![b'x'; BIG] }))
+}
+
+/// Starts the servers: a fresh CA, a certificate for files.test (and other.test), HTTP and
+/// HTTPS on 127.0.0.1.
+pub async fn servers() -> Servers {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "sandbox-console test CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
+    let key = KeyPair::generate().unwrap();
+    let params =
+        CertificateParams::new(vec!["files.test".to_owned(), "other.test".to_owned()]).unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+
+    let http = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http_address = http.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(http, router()).await.ok() });
+
+    let tls = tokio_rustls::rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            tokio_rustls::rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let https = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let https_address = https.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = https.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(stream) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let service = hyper_util::service::TowerToHyperService::new(router());
+                let _ = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+            });
+        }
+    });
+    Servers {
+        ca_pem: ca.pem(),
+        http: http_address,
+        https: https_address,
+    }
+}
+
+/// Settings that allow files.test on the two servers' ports (other.test is mapped, not
+/// allowed; console.test is mapped to the console's own port and allowed).
+pub fn allow_list(servers: &Servers, app: &TestApp, max_bytes: u64) -> Value {
+    let console_port = app.address.rsplit(':').next().unwrap();
+    json!({
+        "network": "allow-list",
+        "allowed_hosts": format!(
+            "files.test:{}\nfiles.test:{}\nconsole.test:{console_port}",
+            servers.http.port(),
+            servers.https.port()
+        ),
+        "static_hosts": "files.test 127.0.0.1\nother.test 127.0.0.1\nconsole.test 127.0.0.1",
+        "max_egress_bytes": max_bytes,
+        "ca_certificates": servers.ca_pem,
+    })
+}
+
+async fn configure(app: &TestApp, admin: &str, provider: &str, config: Value) {
+    let response = app
+        .post_json(
+            "/api/v1/admin/sandbox/config",
+            admin,
+            &json!({"provider_type": provider, "config": config}),
+        )
+        .await;
+    let status = response.status().as_u16();
+    let body = response.text().await.unwrap();
+    assert_eq!(status, 200, "configure {provider}: {body}");
+}
+
+async fn execute(app: &TestApp, key: &str, language: &str, code: &str) -> Value {
+    let response = app
+        .post_json(
+            "/api/v1/execute",
+            key,
+            &json!({"language": language, "code": code}),
+        )
+        .await;
+    assert_eq!(response.status().as_u16(), 200);
+    response.json().await.unwrap()
+}
+
+/// Python that fetches from files.test four ways and returns what each got.
+fn python_fetches(servers: &Servers) -> String {
+    format!(
+        r#"import socket, urllib.request
+def main():
+    out = {{}}
+    out['urllib'] = urllib.request.urlopen('https://files.test:{https}/', timeout=10).read().decode()
+    out['http'] = urllib.request.urlopen('http://files.test:{http}/', timeout=10).read().decode()
+    s = socket.create_connection(('files.test', {http}), timeout=10)
+    s.sendall(b'GET / HTTP/1.0\r\nHost: files.test\r\n\r\n')
+    data = b''
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    out['socket'] = data.decode().split('\r\n\r\n', 1)[1]
+    return out
+"#,
+        https = servers.https.port(),
+        http = servers.http.port()
+    )
+}
+
+/// Python that tries each refused way out and returns the error each one met.
+fn python_refusals(servers: &Servers, console_port: u16) -> String {
+    format!(
+        r#"import socket, urllib.request
+def attempt(f):
+    try:
+        f()
+        return 'reached'
+    except Exception as e:
+        return type(e).__name__ + ': ' + str(e)
+def connect(host, port):
+    socket.create_connection((host, port), timeout=5).close()
+def main():
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.sendto(b'x', ('8.8.8.8', 123))
+    return {{
+        'unlisted_name': attempt(lambda: urllib.request.urlopen('https://other.test:{https}/', timeout=5)),
+        'address_literal': attempt(lambda: connect('93.184.215.14', 443)),
+        'loopback_literal': attempt(lambda: connect('127.0.0.1', {https})),
+        'other_port': attempt(lambda: connect('files.test', 22)),
+        'console': attempt(lambda: urllib.request.urlopen('http://console.test:{console}/healthz', timeout=5)),
+        'metadata': attempt(lambda: connect('169.254.169.254', 80)),
+        'dns': attempt(lambda: socket.getaddrinfo('evil.example', 443)),
+    }}
+"#,
+        https = servers.https.port(),
+        console = console_port
+    )
+}
+
+fn node_fetches(servers: &Servers) -> String {
+    format!(
+        r#"const https = require('https');
+const get = (url) => new Promise((resolve, reject) => {{
+  https.get(url, (res) => {{
+    let body = '';
+    res.on('data', (c) => body += c);
+    res.on('end', () => resolve(body));
+  }}).on('error', reject);
+}});
+async function main() {{
+  const out = {{}};
+  out.https_get = await get('https://files.test:{https}/');
+  out.fetch = await (await fetch('https://files.test:{https}/')).text();
+  return out;
+}}
+"#,
+        https = servers.https.port()
+    )
+}
+
+fn connections(result: &Value) -> Vec<(String, String, u64)> {
+    result["egress"]["connections"]
+        .as_array()
+        .unwrap_or(&Vec::new())
+        .iter()
+        .map(|c| {
+            (
+                format!(
+                    "{} {}:{}",
+                    c["protocol"].as_str().unwrap(),
+                    c["name"].as_str().or(c["address"].as_str()).unwrap_or("?"),
+                    c["port"]
+                ),
+                c["verdict"].as_str().unwrap().to_owned(),
+                c["bytes_in"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_sandboxes_reach_allowed_hosts_by_name_and_nothing_else() {
+    let servers = servers().await;
+    let app = crate::helpers::spawn_app().await;
+    let admin = app.api_key("ops", &["admin"]).await;
+    let key = app.api_key("agent", &["execute"]).await;
+    let mut settings = allow_list(&servers, &app, 10 * 1024 * 1024);
+    settings["environment"] = json!("none");
+    configure(&app, &admin, "local", settings).await;
+    let console_port: u16 = app.address.rsplit(':').next().unwrap().parse().unwrap();
+
+    let fetched = execute(&app, &key, "python", &python_fetches(&servers)).await;
+    assert_eq!(fetched["status"], "success", "{fetched}");
+    let value = &fetched["result"]["value"];
+    for way in ["urllib", "http", "socket"] {
+        assert_eq!(value[way], "hello from files.test", "{way}: {fetched}");
+    }
+    assert_eq!(fetched["egress"]["egress_denied"], 0, "{fetched}");
+    let log = connections(&fetched);
+    assert!(
+        log.iter()
+            .all(|(target, verdict, bytes)| verdict == "allowed"
+                && target.starts_with("tcp files.test:")
+                && *bytes > 0),
+        "{log:?}"
+    );
+
+    let node = execute(&app, &key, "javascript", &node_fetches(&servers)).await;
+    assert_eq!(node["status"], "success", "{node}");
+    assert_eq!(
+        node["result"]["value"]["https_get"],
+        "hello from files.test"
+    );
+    assert_eq!(node["result"]["value"]["fetch"], "hello from files.test");
+
+    let refused = execute(
+        &app,
+        &key,
+        "python",
+        &python_refusals(&servers, console_port),
+    )
+    .await;
+    assert_eq!(refused["status"], "success", "{refused}");
+    let errors = &refused["result"]["value"];
+    for case in [
+        "unlisted_name",
+        "address_literal",
+        "loopback_literal",
+        "other_port",
+        "console",
+        "metadata",
+        "dns",
+    ] {
+        let error = errors[case].as_str().unwrap();
+        assert_ne!(error, "reached", "{case}: {refused}");
+    }
+    let stderr = refused["stderr"].as_str().unwrap();
+    for line in [
+        format!(
+            "egress to other.test:{} is not on this provider's allow-list",
+            servers.https.port()
+        ),
+        "egress to 93.184.215.14:443 is not on this provider's allow-list".to_owned(),
+        "egress to files.test:22 is not on this provider's allow-list".to_owned(),
+        format!(
+            "egress to console.test:{console_port} is refused: that is the console's own address"
+        ),
+        "egress to 169.254.169.254:80 is not on this provider's allow-list".to_owned(),
+        "egress to evil.example is not on this provider's allow-list".to_owned(),
+        "egress to 8.8.8.8:123 is refused: only DNS goes over UDP".to_owned(),
+    ] {
+        assert!(stderr.contains(&line), "{line:?} in {stderr}");
+    }
+    assert!(
+        refused["egress"]["egress_denied"].as_u64().unwrap() >= 7,
+        "{refused}"
+    );
+    println!("refused cases: {errors:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_past_max_egress_bytes_is_cut_with_a_typed_limit() {
+    let servers = servers().await;
+    let app = crate::helpers::spawn_app().await;
+    let admin = app.api_key("ops", &["admin"]).await;
+    let key = app.api_key("agent", &["execute"]).await;
+    let mut settings = allow_list(&servers, &app, 256 * 1024);
+    settings["environment"] = json!("none");
+    configure(&app, &admin, "local", settings).await;
+    let code = format!(
+        "import urllib.request\ndef main():\n    return len(urllib.request.urlopen('http://files.test:{}/big', timeout=10).read())\n",
+        servers.http.port()
+    );
+    let result = execute(&app, &key, "python", &code).await;
+    assert_eq!(result["status"], "egress_limit", "{result}");
+    assert_eq!(result["egress"]["limit_reached"], true);
+    let moved = result["egress"]["bytes_in"].as_u64().unwrap();
+    assert!(moved < BIG as u64, "cut before the whole body: {moved}");
+    assert!(result["stderr"]
+        .as_str()
+        .unwrap()
+        .contains("past this provider's max_egress_bytes"));
+}
+
+#[tokio::test]
+async fn bad_allow_lists_are_refused_by_field() {
+    let app = crate::helpers::spawn_app().await;
+    let admin = app.api_key("ops", &["admin"]).await;
+    let response = app
+        .post_json(
+            "/api/v1/admin/sandbox/config",
+            &admin,
+            &json!({"provider_type": "local", "config": {
+                "network": "allow-list",
+                "allowed_hosts": "ok.example\n10.0.0.1",
+                "static_hosts": "files.test",
+                "ca_certificates": "not a certificate",
+            }}),
+        )
+        .await;
+    let body: Value = response.json().await.unwrap();
+    let text = body.to_string();
+    assert!(text.contains("line 2: '10.0.0.1' is an address"), "{text}");
+    assert!(
+        text.contains("line 1: 'files.test' is not 'name address'"),
+        "{text}"
+    );
+    assert!(text.contains("Paste PEM certificates only"), "{text}");
+
+    let response = app
+        .post_json(
+            "/api/v1/admin/sandbox/config",
+            &admin,
+            &json!({"provider_type": "local", "config": {"network": "allow-list"}}),
+        )
+        .await;
+    let text = response.text().await.unwrap();
+    assert!(text.contains("List at least one host"), "{text}");
+}
+
+/// RAGFlow's image's clients: requests and axios, from the default environment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_and_axios_reach_allowed_hosts_from_the_default_environment() {
+    let servers = servers().await;
+    let app = crate::helpers::spawn_app_with(|config| {
+        config.environment_store = Some(crate::environments::shared_store())
+    })
+    .await;
+    app.login().await;
+    app.call_ok("build_environment", &[("name", "default")])
+        .await;
+    let page = crate::environments::built(&app, "default").await;
+    assert_eq!(
+        page["environment"]["ready"]["status"], "ready",
+        "{}",
+        page["log"]["log"]
+    );
+    let admin = app.api_key("ops", &["admin"]).await;
+    let key = app.api_key("agent", &["execute"]).await;
+    configure(
+        &app,
+        &admin,
+        "local",
+        allow_list(&servers, &app, 10 * 1024 * 1024),
+    )
+    .await;
+
+    let python = format!(
+        "import requests\ndef main():\n    return requests.get('https://files.test:{}/', timeout=10).text\n",
+        servers.https.port()
+    );
+    let result = execute(&app, &key, "python", &python).await;
+    assert_eq!(
+        result["result"]["value"], "hello from files.test",
+        "{result}"
+    );
+
+    let node = format!(
+        "const axios = require('axios');\nasync function main() {{\n  return (await axios.get('https://files.test:{}/')).data;\n}}\n",
+        servers.https.port()
+    );
+    let result = execute(&app, &key, "javascript", &node).await;
+    assert_eq!(
+        result["result"]["value"], "hello from files.test",
+        "{result}"
+    );
+}
