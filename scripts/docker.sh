@@ -43,10 +43,14 @@ config = {}
 if os.path.exists(path) and os.path.getsize(path) > 0:
     with open(path) as f:
         config = json.load(f)
-want = {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}
-if config.get("runtimes", {}).get("runsc") == want:
+want = {
+    "runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]},
+    "runsc-egress": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=host"]},
+}
+runtimes = config.setdefault("runtimes", {})
+if all(runtimes.get(name) == args for name, args in want.items()):
     sys.exit(0)
-config.setdefault("runtimes", {})["runsc"] = want
+runtimes.update(want)
 with open(path + ".tmp", "w") as f:
     json.dump(config, f, indent=2)
 os.replace(path + ".tmp", path)
@@ -58,10 +62,10 @@ running() { docker version >/dev/null 2>&1; }
 
 start_dockerd() {
   if running; then
-    if ! docker info --format '{{json .Runtimes}}' | grep -q '"runsc"'; then
-      log "reloading dockerd to pick up the runsc runtime"
+    if ! docker info --format '{{json .Runtimes}}' | grep -q '"runsc-egress"'; then
+      log "reloading dockerd to pick up the runsc runtimes"
       pkill -HUP -x dockerd || true
-      for _ in $(seq 1 50); do docker info --format '{{json .Runtimes}}' | grep -q '"runsc"' && break; sleep 0.1; done
+      for _ in $(seq 1 50); do docker info --format '{{json .Runtimes}}' | grep -q '"runsc-egress"' && break; sleep 0.1; done
     fi
     return
   fi

@@ -51,7 +51,7 @@ pub fn settings(runtime: &str, overrides: Value) -> Map<String, Value> {
         "pool_size": 2,
         "timeout_secs": 5,
         "memory_mb": 256,
-        "pids_limit": if runtime == "runsc" { 1000 } else { 64 },
+        "pids_limit": if runtime.starts_with("runsc") { 1000 } else { 64 },
         "max_output_bytes": 65536,
         "queue_wait_secs": 30,
     });

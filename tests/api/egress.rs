@@ -410,3 +410,64 @@ async fn requests_and_axios_reach_allowed_hosts_from_the_default_environment() {
         "{result}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_sandboxes_reach_allowed_hosts_by_name_and_nothing_else() {
+    let servers = servers().await;
+    let (app, stop, running) =
+        crate::helpers::spawn_app_stoppable(tempfile::tempdir().unwrap(), |_| {}).await;
+    let admin = app.api_key("ops", &["admin"]).await;
+    let key = app.api_key("agent", &["execute"]).await;
+    let console_port: u16 = app.address.rsplit(':').next().unwrap().parse().unwrap();
+    for runtime in ["runc", "runsc-egress"] {
+        let mut settings = allow_list(&servers, &app, 10 * 1024 * 1024);
+        let base = crate::docker_provider::settings(runtime, json!({"pool_size": 1}));
+        for (k, v) in base {
+            settings[&k] = v;
+        }
+        settings["environment"] = json!("none");
+        configure(&app, &admin, "docker", settings).await;
+
+        let fetched = execute(&app, &key, "python", &python_fetches(&servers)).await;
+        assert_eq!(fetched["status"], "success", "{runtime}: {fetched}");
+        for way in ["urllib", "http", "socket"] {
+            assert_eq!(
+                fetched["result"]["value"][way], "hello from files.test",
+                "{runtime} {way}: {fetched}"
+            );
+        }
+        let node = execute(&app, &key, "javascript", &node_fetches(&servers)).await;
+        assert_eq!(node["status"], "success", "{runtime}: {node}");
+        assert_eq!(node["result"]["value"]["fetch"], "hello from files.test");
+
+        let refused = execute(
+            &app,
+            &key,
+            "python",
+            &python_refusals(&servers, console_port),
+        )
+        .await;
+        let errors = &refused["result"]["value"];
+        let Some(errors) = errors.as_object() else {
+            panic!("{runtime}: {refused}");
+        };
+        for (case, error) in errors {
+            assert_ne!(error, "reached", "{runtime} {case}: {refused}");
+        }
+        let stderr = refused["stderr"].as_str().unwrap();
+        for line in [
+            "egress to 93.184.215.14:443 is not on this provider's allow-list".to_owned(),
+            "egress to files.test:22 is not on this provider's allow-list".to_owned(),
+            "egress to 169.254.169.254:80 is not on this provider's allow-list".to_owned(),
+            "egress to evil.example is not on this provider's allow-list".to_owned(),
+        ] {
+            assert!(stderr.contains(&line), "{runtime}: {line:?} in {stderr}");
+        }
+    }
+    stop.send(()).unwrap();
+    running.await.unwrap().unwrap();
+    assert_eq!(
+        crate::docker_provider::our_containers(),
+        Vec::<String>::new()
+    );
+}

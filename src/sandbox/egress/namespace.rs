@@ -73,6 +73,9 @@ pub fn tun_in_namespace_of(pid: u32) -> io::Result<SyncDevice> {
     let namespace = File::open(format!("/proc/{pid}/ns/net"))?;
     on_own_thread(move || {
         nix::sched::setns(&namespace, CloneFlags::CLONE_NEWNET)?;
+        // gVisor with host networking leaves the namespace's loopback down: 127.0.0.1 would
+        // otherwise be routed to the console.
+        loopback_up()?;
         tun()
     })
 }

@@ -224,7 +224,7 @@ pub fn build_provider_with(
                 return Err("An allow-list needs a local daemon (unix://): the console joins                             each container's network namespace."
                     .into());
             }
-            if c.text("runtime") == "runsc" {
+            if c.text("runtime") == "runsc" || c.text("runtime") == "gvisor" {
                 return Err(format!(
                     "Under gVisor an allow-list needs the {RUNSC_EGRESS} runtime (scripts/docker.sh                      registers it): choose it as the runtime."
                 ));

@@ -255,6 +255,26 @@ impl DockerProvider {
         };
         let runtime_path = runtime.path.clone().unwrap_or_default();
         let gvisor = config.gvisor() || runtime_path.ends_with("runsc");
+        // An allow-list needs the kernel's network stack in the container's namespace: every
+        // runtime but gVisor with its own (netstack) stack, i.e. without --network=host.
+        let mut allow_list: Vec<String> = runtimes
+            .iter()
+            .filter(|(_, r)| {
+                let path = r.path.clone().unwrap_or_default();
+                let args = r.runtime_args.clone().unwrap_or_default();
+                !path.ends_with("runsc") || args.iter().any(|a| a == "--network=host")
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        allow_list.sort();
+        if self.shared.egress.is_some() && !allow_list.contains(&config.runtime) {
+            return Err(format!(
+                "runtime {:?} cannot enforce an allow-list (gVisor's own network stack never \
+                 sees the console's network device); these can: {}",
+                config.runtime,
+                allow_list.join(", ")
+            ));
+        }
         if gvisor && config.pids_limit < GVISOR_MIN_PIDS {
             return Err(format!(
                 "runtime {:?} is gVisor ({runtime_path}): it needs a pids limit of at least {GVISOR_MIN_PIDS}",
@@ -298,6 +318,7 @@ impl DockerProvider {
                 }),
             ),
             ("images".to_owned(), json!(images)),
+            ("allow_list_runtimes".to_owned(), json!(allow_list)),
         ]))
     }
 
@@ -481,6 +502,28 @@ impl SandboxProvider for DockerProvider {
         }
         if replaced > 0 {
             details.insert("containers_replaced".into(), json!(replaced));
+        }
+        if let Some((policy, _)) = &self.shared.egress {
+            let probe = ExecRequest {
+                language: Language::Python,
+                code: format!("{}\ndef main():\n    return None\n", egress::PROBE_PY),
+                arguments: Map::new(),
+                timeout_secs: Some(15),
+            };
+            let checked = match sandbox::run_once(self, &probe).await.0 {
+                Ok(result) => egress::check(policy, &result.stdout).await,
+                Err(error) => Err(format!("the network probe did not run: {error}")),
+            };
+            match checked {
+                Ok(network) => details.extend(network),
+                Err(message) => {
+                    return HealthReport {
+                        healthy: false,
+                        message,
+                        details,
+                    }
+                }
+            }
         }
         let summary: Vec<String> = self
             .pools()
