@@ -29,9 +29,13 @@ fn router() -> Router {
         .route("/big", get(|| async { vec![b'x'; BIG] }))
 }
 
-/// Starts the servers: a fresh CA, a certificate for files.test (and other.test), HTTP and
-/// HTTPS on 127.0.0.1.
+/// Starts the servers: a fresh CA, a certificate for files.test (and other.test, and
+/// example.com), HTTP and HTTPS on 127.0.0.1 (HTTPS on `https_port`, 0 for any).
 pub async fn servers() -> Servers {
+    servers_on(0).await
+}
+
+pub async fn servers_on(https_port: u16) -> Servers {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
     let ca_key = KeyPair::generate().unwrap();
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -42,8 +46,12 @@ pub async fn servers() -> Servers {
     let ca = ca_params.self_signed(&ca_key).unwrap();
     let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
     let key = KeyPair::generate().unwrap();
-    let params =
-        CertificateParams::new(vec!["files.test".to_owned(), "other.test".to_owned()]).unwrap();
+    let params = CertificateParams::new(vec![
+        "files.test".to_owned(),
+        "other.test".to_owned(),
+        "example.com".to_owned(),
+    ])
+    .unwrap();
     let cert = params.signed_by(&key, &issuer).unwrap();
 
     let http = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -58,7 +66,7 @@ pub async fn servers() -> Servers {
         )
         .unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    let https = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let https = TcpListener::bind(("127.0.0.1", https_port)).await.unwrap();
     let https_address = https.local_addr().unwrap();
     tokio::spawn(async move {
         loop {
@@ -471,3 +479,54 @@ async fn docker_sandboxes_reach_allowed_hosts_by_name_and_nothing_else() {
         Vec::<String>::new()
     );
 }
+
+/// RAGFlow's acceptance suite's Node.js cases through `/run`, with example.com allowed: a
+/// name mapped to a TLS server on this host's 127.0.0.1:443 stands in for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ragflows_nodejs_cases_pass_through_run_with_example_com_allowed() {
+    let servers = servers_on(443).await;
+    let app = crate::helpers::spawn_app_with(|config| {
+        config.environment_store = Some(crate::environments::shared_store())
+    })
+    .await;
+    app.login().await;
+    app.call_ok("build_environment", &[("name", "default")])
+        .await;
+    let page = crate::environments::built(&app, "default").await;
+    assert_eq!(
+        page["environment"]["ready"]["status"], "ready",
+        "{}",
+        page["log"]["log"]
+    );
+    let admin = app.api_key("ops", &["admin"]).await;
+    let key = app.api_key("ragflow", &["execute"]).await;
+    configure(
+        &app,
+        &admin,
+        "local",
+        json!({
+            "network": "allow-list",
+            "allowed_hosts": "example.com",
+            "static_hosts": "example.com 127.0.0.1",
+            "ca_certificates": servers.ca_pem,
+        }),
+    )
+    .await;
+    for (case, code) in [
+        ("Nodejs without dependencies", RAGFLOW_HTTPS_GET),
+        ("Nodejs with axios", crate::environments::RAGFLOW_AXIOS),
+    ] {
+        let run = crate::environments::ragflow_run(&app, &key, code, "nodejs").await;
+        assert_eq!(run["status"], "success", "{case}: {run}");
+        assert!(
+            run["stdout"]
+                .as_str()
+                .unwrap()
+                .contains("Body: hello from files.test"),
+            "{case}: {run}"
+        );
+    }
+}
+
+/// RAGFlow's "Normal test: Nodejs without dependencies" case, as its suite sends it.
+const RAGFLOW_HTTPS_GET: &str = "\nconst https = require('https');\n\nasync function main(args) {\n  return new Promise((resolve, reject) => {\n    const req = https.get('https://example.com/', (res) => {\n      let data = '';\n\n      res.on('data', (chunk) => {\n        data += chunk;\n      });\n\n      res.on('end', () => {\n        clearTimeout(timeout);\n        console.log('Body:', data);\n        resolve(data);\n      });\n    });\n\n    const timeout = setTimeout(() => {\n      req.destroy(new Error('Request timeout after 10s'));\n    }, 10000);\n\n    req.on('error', (err) => {\n      clearTimeout(timeout);\n      console.error('Error:', err.message);\n      reject(err);\n    });\n  });\n}\n\nmodule.exports = { main };\n            ";
