@@ -514,6 +514,15 @@ async fn main() -> anyhow::Result<()> {
         let spaced = measure_spaced(runs, warm, pause, in_process(pandas.clone())).await?;
         docker_pandas.push((runtime, spaced));
     }
+    eprintln!("egress: local, none and allow-list ...");
+    activate_with("local", bare_local.clone()).await?;
+    let local_none = measure(runs, warm, in_process(python.clone())).await?;
+    let mut allow_list = bare_local.clone();
+    allow_list.insert("network".into(), json!("allow-list"));
+    allow_list.insert("allowed_hosts".into(), json!("files.test"));
+    allow_list.insert("static_hosts".into(), json!("files.test 127.0.0.1"));
+    activate_with("local", allow_list).await?;
+    let local_allow_list = measure(runs, warm, in_process(python.clone())).await?;
     activate_with("local", bare_local).await?;
 
     eprintln!("throughput ...");
@@ -635,6 +644,13 @@ async fn main() -> anyhow::Result<()> {
         )?;
     }
     writeln!(report)?;
+    writeln!(report, "## Network allow-list\n")?;
+    writeln!(report, "| path | floor | ratio (median) |\n|---|---|---|")?;
+    writeln!(
+        report,
+        "| local, trivial python `main()`, `network = allow-list` (its namespace, TUN and the console's stack set up per run; no connection made) | the same run with `network = none`, same run of the bench | {:.3}× |\n",
+        ratio(local_allow_list, local_none)
+    )?;
     writeln!(report, "## Absolute times (ms)\n")?;
     writeln!(report, "| path | median | p95 |\n|---|---|---|")?;
     for (name, (median, p95)) in [
@@ -690,6 +706,11 @@ async fn main() -> anyhow::Result<()> {
         (
             "local, trivial python, default environment mounted",
             local_mounted,
+        ),
+        ("local, trivial python, network none", local_none),
+        (
+            "local, trivial python, network allow-list",
+            local_allow_list,
         ),
         (
             "floor: host python3.11, pandas script, environment on sys.path",

@@ -148,7 +148,7 @@ fn ResultView(result: ExecutionResult, downloads: Vec<String>) -> impl IntoView 
             })}
             <h3>"stdout"</h3>
             <pre class="output" data-testid="trial-stdout">{result.stdout}</pre>
-            {(!result.stderr.is_empty()).then(|| view! { <h3>"stderr"</h3><pre class="output error">{result.stderr.clone()}</pre> })}
+            {(!result.stderr.is_empty()).then(|| view! { <h3>"stderr"</h3><pre class="output error" data-testid="trial-stderr">{result.stderr.clone()}</pre> })}
             {(!result.artifacts.is_empty()).then(|| view! {
                 <h3>"Artifacts"</h3>
                 <ul class="artifacts">

@@ -311,26 +311,6 @@ fn parse(body: &[u8]) -> Result<ExecRequest, Unprocessable> {
             ))
         }
     };
-    request_of(language, code, arguments, timeout_secs)
-}
-
-/// RAGFlow's executor runs a JavaScript `main()` that returns nothing as a success (it
-/// prints `undefined`); its acceptance suite's Node.js cases (`https.get`, axios) rely on it.
-/// Appended to JavaScript sent to `/run` only: a top-level `main` (the binding the runner
-/// calls) is wrapped so that `undefined` becomes `null`. Code whose `main` cannot be rebound
-/// (a `const`) keeps the strict protocol.
-const UNDEFINED_IS_NULL: &str = "\n;try { if (typeof main === 'function') { main = ((f) => async function (a) { const v = await f.call(this, a); return v === undefined ? null : v; })(main); } } catch (_) {}\n";
-
-fn request_of(
-    language: Language,
-    code: String,
-    arguments: Map<String, Value>,
-    timeout_secs: Option<u32>,
-) -> Result<ExecRequest, Unprocessable> {
-    let code = match language {
-        Language::Javascript => format!("{code}{UNDEFINED_IS_NULL}"),
-        Language::Python => code,
-    };
     let request = ExecRequest {
         language,
         code,
