@@ -61,13 +61,13 @@ test('an admin allows a host, tests the list, and a trial run fetches from it', 
   await expect(page.getByTestId('save-notice')).toContainText('Saved (version');
 
   await page.locator('#trial-code').fill(
-    `import urllib.request\ndef main():\n    return urllib.request.urlopen('http://files.test:${port}/', timeout=10).read().decode()\n`);
+    `import urllib.request\ndef main(**args):\n    return urllib.request.urlopen('http://files.test:${port}/', timeout=10).read().decode()\n`);
   await page.getByTestId('run').click();
   await expect(page.getByTestId('trial-status')).toHaveText('success', { timeout: 30_000 });
   await expect(page.getByTestId('trial-return')).toContainText('hello from files.test');
 
   await page.locator('#trial-code').fill(
-    `import socket\ndef main():\n    try:\n        socket.create_connection(('169.254.169.254', 80), timeout=5)\n        return 'reached'\n    except OSError as e:\n        return 'refused'\n`);
+    `import socket\ndef main(**args):\n    try:\n        socket.create_connection(('169.254.169.254', 80), timeout=5)\n        return 'reached'\n    except OSError as e:\n        return 'refused'\n`);
   await page.getByTestId('run').click();
   await expect(page.getByTestId('trial-return')).toContainText('refused', { timeout: 30_000 });
   await expect(page.getByTestId('trial-stderr')).toContainText("egress to 169.254.169.254:80 is not on this provider's allow-list");

@@ -19,6 +19,28 @@ pub fn ConnectionReportDialog(report: ConnectionReport, close_href: String) -> i
         "Connection test failed"
     };
     let class = if report.passed { "passed" } else { "failed" };
+    // An allow-list's check: each allowed name and what the console resolved it to (or why
+    // not), and what a sandbox met trying the metadata address and an unlisted name.
+    let egress = report
+        .health
+        .as_ref()
+        .and_then(|h| h.details.get("egress"))
+        .cloned();
+    let allow_list: Option<Vec<(String, String)>> = egress.map(|egress| {
+        let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+        let mut rows: Vec<(String, String)> = egress["resolved"]
+            .as_object()
+            .map(|names| names.iter().map(|(n, v)| (n.clone(), text(v))).collect())
+            .unwrap_or_default();
+        if let Some(checks) = egress["inside"].as_object() {
+            rows.extend(
+                checks
+                    .iter()
+                    .map(|(check, v)| (format!("From a sandbox: {check}"), text(v))),
+            );
+        }
+        rows
+    });
     view! {
         <Show when=move || open.get()>
             <div class="backdrop">
@@ -28,6 +50,7 @@ pub fn ConnectionReportDialog(report: ConnectionReport, close_href: String) -> i
                     <dl class="facts">
                         <dt>"Health check"</dt>
                         <dd>{report.health.as_ref().map_or("not reached", |h| if h.healthy { "healthy" } else { "unhealthy" })}</dd>
+                        {report.health.as_ref().map(|h| view! { <dt>"Health"</dt><dd data-testid="connection-health">{h.message.clone()}</dd> })}
                         <dt>"Exit code"</dt>
                         <dd>{report.exit_code.map_or("—".to_owned(), |c| c.to_string())}</dd>
                         <dt>"Execution time"</dt>
@@ -35,6 +58,12 @@ pub fn ConnectionReportDialog(report: ConnectionReport, close_href: String) -> i
                         <dt>"Latency"</dt>
                         <dd>{format!("{} ms", report.latency_ms)}</dd>
                     </dl>
+                    {allow_list.clone().map(|rows| view! {
+                        <h3>"Allow-list"</h3>
+                        <dl class="facts" data-testid="connection-allow-list">
+                            {rows.into_iter().map(|(name, value)| view! { <dt class="mono">{name}</dt><dd class="mono">{value}</dd> }).collect_view()}
+                        </dl>
+                    })}
                     {(!report.stdout.is_empty()).then(|| view! { <h3>"stdout"</h3><pre class="output">{report.stdout.clone()}</pre> })}
                     {(!report.stderr.is_empty()).then(|| view! { <h3>"stderr"</h3><pre class="output error">{report.stderr.clone()}</pre> })}
                     <a class="button" href=close_href.clone() rel="external" data-testid="close-report" on:click=close>"Close"</a>

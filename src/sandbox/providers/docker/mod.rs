@@ -44,7 +44,7 @@ pub fn info() -> ProviderInfo {
     ProviderInfo {
         kind: KIND.into(),
         name: "Docker".into(),
-        description: "Runs each program in a hardened container from a warm pool: no network, \
+        description: "Runs each program in a hardened container from a warm pool: no network (or an allow-list), \
                       read-only root, nobody's uid, no capabilities, memory, CPU and pids limits; \
                       runc or gVisor. Needs dockerd and a runtime image."
             .into(),

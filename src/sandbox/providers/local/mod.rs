@@ -37,7 +37,7 @@ pub fn info() -> ProviderInfo {
         kind: KIND.into(),
         name: "Local sandbox".into(),
         description: "Runs Python and JavaScript on this host in a fresh sandbox per run: \
-                      namespaces, read-only root, no network, landlock, seccomp and resource limits. \
+                      namespaces, read-only root, no network or an allow-list, landlock, seccomp and resource limits. \
                       Needs no other software."
             .into(),
         tags: vec!["built-in".into(), "python".into(), "javascript".into()],
