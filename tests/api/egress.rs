@@ -190,6 +190,35 @@ def main():
     )
 }
 
+/// Signs in and builds the default environment (from the store shared by the run: once per
+/// machine), ready to mount.
+async fn default_environment_ready(app: &TestApp) {
+    app.login().await;
+    app.call_ok("build_environment", &[("name", "default")])
+        .await;
+    let page = crate::environments::built(app, "default").await;
+    assert_eq!(
+        page["environment"]["ready"]["status"], "ready",
+        "{}",
+        page["log"]["log"]
+    );
+}
+
+/// requests (Python) and axios (Node), from the default environment.
+fn package_fetches(servers: &Servers) -> [(&'static str, String); 2] {
+    let port = servers.https.port();
+    [
+        (
+            "python",
+            format!("import requests\ndef main():\n    return requests.get('https://files.test:{port}/', timeout=10).text\n"),
+        ),
+        (
+            "javascript",
+            format!("const axios = require('axios');\nasync function main() {{\n  return (await axios.get('https://files.test:{port}/')).data;\n}}\n"),
+        ),
+    ]
+}
+
 fn node_fetches(servers: &Servers) -> String {
     format!(
         r#"const https = require('https');
@@ -309,6 +338,36 @@ async fn local_sandboxes_reach_allowed_hosts_by_name_and_nothing_else() {
         "{refused}"
     );
     println!("refused cases: {errors:#}");
+
+    // The history keeps each run's connections: the newest row is the refusals' run, and its
+    // list is the result's.
+    app.login().await;
+    let list = app.call_ok("execution_history", &[]).await;
+    let newest = list["entries"][0]["id"].to_string();
+    let record = app.call_ok("execution_record", &[("id", &newest)]).await;
+    assert_eq!(record["egress"], refused["egress"], "{record}");
+    let first = app
+        .call_ok(
+            "execution_record",
+            &[("id", &list["entries"][2]["id"].to_string())],
+        )
+        .await;
+    assert_eq!(first["egress"], fetched["egress"], "{first}");
+    let html = app.text_of(&format!("/admin/history/{newest}")).await;
+    assert!(
+        html.contains("data-testid=\"run-egress\""),
+        "the run's page lists them"
+    );
+    assert!(html.contains("evil.example"), "{html}");
+
+    // And /metrics counts them, per provider and verdict.
+    let metrics = crate::metrics::scrape(&app, &admin).await;
+    let denied = metrics["sandbox_egress_connections_total{provider=\"local\",verdict=\"denied\"}"];
+    let allowed =
+        metrics["sandbox_egress_connections_total{provider=\"local\",verdict=\"allowed\"}"];
+    assert_eq!(denied, refused["egress"]["egress_denied"].as_f64().unwrap());
+    assert!(allowed >= 5.0, "{allowed}");
+    assert!(metrics["sandbox_egress_bytes_total{provider=\"local\",direction=\"in\"}"] > 0.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -379,15 +438,7 @@ async fn requests_and_axios_reach_allowed_hosts_from_the_default_environment() {
         config.environment_store = Some(crate::environments::shared_store())
     })
     .await;
-    app.login().await;
-    app.call_ok("build_environment", &[("name", "default")])
-        .await;
-    let page = crate::environments::built(&app, "default").await;
-    assert_eq!(
-        page["environment"]["ready"]["status"], "ready",
-        "{}",
-        page["log"]["log"]
-    );
+    default_environment_ready(&app).await;
     let admin = app.api_key("ops", &["admin"]).await;
     let key = app.api_key("agent", &["execute"]).await;
     configure(
@@ -398,32 +449,24 @@ async fn requests_and_axios_reach_allowed_hosts_from_the_default_environment() {
     )
     .await;
 
-    let python = format!(
-        "import requests\ndef main():\n    return requests.get('https://files.test:{}/', timeout=10).text\n",
-        servers.https.port()
-    );
-    let result = execute(&app, &key, "python", &python).await;
-    assert_eq!(
-        result["result"]["value"], "hello from files.test",
-        "{result}"
-    );
-
-    let node = format!(
-        "const axios = require('axios');\nasync function main() {{\n  return (await axios.get('https://files.test:{}/')).data;\n}}\n",
-        servers.https.port()
-    );
-    let result = execute(&app, &key, "javascript", &node).await;
-    assert_eq!(
-        result["result"]["value"], "hello from files.test",
-        "{result}"
-    );
+    for (language, code) in package_fetches(&servers) {
+        let result = execute(&app, &key, language, &code).await;
+        assert_eq!(
+            result["result"]["value"], "hello from files.test",
+            "{language}: {result}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_sandboxes_reach_allowed_hosts_by_name_and_nothing_else() {
     let servers = servers().await;
     let (app, stop, running) =
-        crate::helpers::spawn_app_stoppable(tempfile::tempdir().unwrap(), |_| {}).await;
+        crate::helpers::spawn_app_stoppable(tempfile::tempdir().unwrap(), |config| {
+            config.environment_store = Some(crate::environments::shared_store())
+        })
+        .await;
+    default_environment_ready(&app).await;
     let admin = app.api_key("ops", &["admin"]).await;
     let key = app.api_key("agent", &["execute"]).await;
     let console_port: u16 = app.address.rsplit(':').next().unwrap().parse().unwrap();
@@ -433,7 +476,6 @@ async fn docker_sandboxes_reach_allowed_hosts_by_name_and_nothing_else() {
         for (k, v) in base {
             settings[&k] = v;
         }
-        settings["environment"] = json!("none");
         configure(&app, &admin, "docker", settings).await;
 
         let fetched = execute(&app, &key, "python", &python_fetches(&servers)).await;
@@ -447,6 +489,17 @@ async fn docker_sandboxes_reach_allowed_hosts_by_name_and_nothing_else() {
         let node = execute(&app, &key, "javascript", &node_fetches(&servers)).await;
         assert_eq!(node["status"], "success", "{runtime}: {node}");
         assert_eq!(node["result"]["value"]["fetch"], "hello from files.test");
+        assert_eq!(
+            node["result"]["value"]["https_get"],
+            "hello from files.test"
+        );
+        for (language, code) in package_fetches(&servers) {
+            let result = execute(&app, &key, language, &code).await;
+            assert_eq!(
+                result["result"]["value"], "hello from files.test",
+                "{runtime} {language}: {result}"
+            );
+        }
 
         let refused = execute(
             &app,
@@ -492,15 +545,7 @@ async fn ragflows_nodejs_cases_reach_example_com_through_run_when_it_is_allowed(
         config.environment_store = Some(crate::environments::shared_store())
     })
     .await;
-    app.login().await;
-    app.call_ok("build_environment", &[("name", "default")])
-        .await;
-    let page = crate::environments::built(&app, "default").await;
-    assert_eq!(
-        page["environment"]["ready"]["status"], "ready",
-        "{}",
-        page["log"]["log"]
-    );
+    default_environment_ready(&app).await;
     let admin = app.api_key("ops", &["admin"]).await;
     let key = app.api_key("ragflow", &["execute"]).await;
     configure(

@@ -127,6 +127,11 @@ impl TestApp {
         format!("{}{}", self.address, path)
     }
 
+    /// The body of a GET (a page's HTML), whatever its status.
+    pub async fn text_of(&self, path: &str) -> String {
+        self.get(path).await.text().await.unwrap()
+    }
+
     pub async fn get(&self, path: &str) -> Response {
         self.client.get(self.url(path)).send().await.expect("GET")
     }

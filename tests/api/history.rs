@@ -250,12 +250,7 @@ async fn code_and_output_are_kept_only_when_switched_on_and_cut_to_size() {
     assert_eq!(kept["code_sha256"].as_str().unwrap().len(), 64);
     assert_eq!(not_kept["code"], Value::Null);
     assert_eq!(missing.status().as_u16(), 404);
-    let html = app
-        .get(&format!("/admin/history/{newest}"))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let html = app.text_of(&format!("/admin/history/{newest}")).await;
     assert!(
         html.contains("data-testid=\"run-code\""),
         "the detail page shows the kept code"
