@@ -172,6 +172,22 @@ def attempt(f):
         return type(e).__name__ + ': ' + str(e)
 def connect(host, port):
     socket.create_connection((host, port), timeout=5).close()
+def tls_as(name):
+    import ssl
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    raw = socket.create_connection(('files.test', {https}), timeout=5)
+    tls = context.wrap_socket(raw, server_hostname=name)
+    tls.sendall(b'GET / HTTP/1.0\r\n\r\n')
+    if not tls.recv(100):
+        raise ConnectionError('closed')
+def host_header(name):
+    s = socket.create_connection(('files.test', {http}), timeout=5)
+    s.sendall(('GET / HTTP/1.0\r\nHost: %s\r\n\r\n' % name).encode())
+    answer = s.recv(100).decode()
+    if not answer.startswith('HTTP/1.1 200'):
+        raise ConnectionError(answer.splitlines()[0])
 def main():
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.sendto(b'x', ('8.8.8.8', 123))
@@ -183,9 +199,12 @@ def main():
         'console': attempt(lambda: urllib.request.urlopen('http://console.test:{console}/healthz', timeout=5)),
         'metadata': attempt(lambda: connect('169.254.169.254', 80)),
         'dns': attempt(lambda: socket.getaddrinfo('evil.example', 443)),
+        'tls_name_mismatch': attempt(lambda: tls_as('other.test')),
+        'http_host_mismatch': attempt(lambda: host_header('evil.example')),
     }}
 "#,
         https = servers.https.port(),
+        http = servers.http.port(),
         console = console_port
     )
 }
@@ -312,6 +331,8 @@ async fn local_sandboxes_reach_allowed_hosts_by_name_and_nothing_else() {
         "console",
         "metadata",
         "dns",
+        "tls_name_mismatch",
+        "http_host_mismatch",
     ] {
         let error = errors[case].as_str().unwrap();
         assert_ne!(error, "reached", "{case}: {refused}");
@@ -330,11 +351,19 @@ async fn local_sandboxes_reach_allowed_hosts_by_name_and_nothing_else() {
         "egress to 169.254.169.254:80 is not on this provider's allow-list".to_owned(),
         "egress to evil.example is not on this provider's allow-list".to_owned(),
         "egress to 8.8.8.8:123 is refused: only DNS goes over UDP".to_owned(),
+        format!(
+            "egress to files.test:{} is refused: the connection names other.test, not files.test",
+            servers.https.port()
+        ),
+        format!(
+            "egress to files.test:{} is refused: the connection names evil.example, not files.test",
+            servers.http.port()
+        ),
     ] {
         assert!(stderr.contains(&line), "{line:?} in {stderr}");
     }
     assert!(
-        refused["egress"]["egress_denied"].as_u64().unwrap() >= 7,
+        refused["egress"]["egress_denied"].as_u64().unwrap() >= 9,
         "{refused}"
     );
     println!("refused cases: {errors:#}");
