@@ -20,11 +20,33 @@ use std::sync::Arc;
 pub use policy::Policy;
 pub use session::Session;
 
-/// Starts serving a sandbox's TUN for `session`; the task ends when the session closes.
-pub fn serve(device: tun_rs::SyncDevice, session: Arc<Session>) -> std::io::Result<()> {
+/// Starts serving a sandbox's TUN for `session`. The network stays up while the returned
+/// guard lives: dropped (the run ended, or failed on the way), it closes the session, which
+/// ends the task and frees the device.
+pub fn serve(device: tun_rs::SyncDevice, session: Arc<Session>) -> std::io::Result<Running> {
     let device = tun_rs::AsyncDevice::new(device)?;
-    tokio::spawn(stack::serve(device, session));
-    Ok(())
+    tokio::spawn(stack::serve(device, session.clone()));
+    Ok(Running { session })
+}
+
+/// A sandbox's network being served; see [`serve`].
+#[derive(Debug)]
+pub struct Running {
+    session: Arc<Session>,
+}
+
+impl Running {
+    /// Ends the network and returns what the run did on it.
+    pub fn finish(self) -> crate::model::egress::EgressReport {
+        self.session.finish()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.session.cut.cancel();
+        self.session.closed.cancel();
+    }
 }
 
 /// `network` values.

@@ -243,12 +243,14 @@ impl Policy {
             .collect()
     }
 
-    /// Whether `address:port` is where the console itself listens.
+    /// Whether `address:port` is where the console itself listens. A console on a wildcard
+    /// address is taken to answer on every loopback, private or link-local address of its
+    /// port (a public address of this host reaches it only as it reaches anyone).
     pub fn is_console(&self, address: SocketAddr) -> bool {
         self.console.iter().any(|c| {
             c.port() == address.port()
                 && (c.ip() == address.ip()
-                    || c.ip().is_unspecified()
+                    || (c.ip().is_unspecified() && forbidden(address.ip()).is_some())
                     || (c.ip().is_loopback() && address.ip().is_loopback()))
         })
     }
@@ -375,6 +377,8 @@ mod tests {
         assert!(policy.is_console("127.0.0.2:8080".parse().unwrap()));
         assert!(!policy.is_console("127.0.0.1:8081".parse().unwrap()));
         policy.console = vec!["0.0.0.0:9000".parse().unwrap()];
-        assert!(policy.is_console("203.0.113.9:9000".parse().unwrap()));
+        assert!(policy.is_console("10.1.2.3:9000".parse().unwrap()));
+        assert!(policy.is_console("127.0.0.1:9000".parse().unwrap()));
+        assert!(!policy.is_console("93.184.215.14:9000".parse().unwrap()));
     }
 }

@@ -53,6 +53,12 @@ pub struct Session {
     pub cut: CancellationToken,
 }
 
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").finish_non_exhaustive()
+    }
+}
+
 impl Session {
     pub fn new(policy: Arc<Policy>) -> Arc<Session> {
         Arc::new(Session {

@@ -183,7 +183,7 @@ impl DockerProvider {
         &self,
         docker: &bollard::Docker,
         lease: &pool::Lease,
-    ) -> Result<Option<Arc<egress::Session>>, Error> {
+    ) -> Result<Option<egress::Running>, Error> {
         let Some((policy, _)) = &self.shared.egress else {
             return Ok(None);
         };
@@ -196,9 +196,9 @@ impl DockerProvider {
                     Error::Backend(format!("cannot give the container its network: {e}"))
                 })?;
         let session = egress::Session::new(policy.clone());
-        egress::serve(device, session.clone())
+        let running = egress::serve(device, session)
             .map_err(|e| Error::Backend(format!("cannot serve the container's network: {e}")))?;
-        Ok(Some(session))
+        Ok(Some(running))
     }
 
     pub fn config(&self) -> &DockerConfig {

@@ -32,7 +32,7 @@ use crate::{
 /// TUN once the namespace exists.
 pub struct Network<'a> {
     pub files: &'a NetworkFiles,
-    pub serve: Box<dyn FnOnce(tun_rs::SyncDevice) -> std::io::Result<()> + Send + 'a>,
+    pub serve: Box<dyn FnOnce(tun_rs::SyncDevice) -> std::io::Result<egress::Running> + Send + 'a>,
 }
 
 /// What of the host's /etc a run may read. The rest (shadow, gshadow, ssh host keys, daemon
@@ -319,7 +319,10 @@ pub fn run(
     };
     let Network { files, serve } = network;
     egress::namespace::in_new(|device| {
-        serve(device).map_err(|e| format!("cannot serve the sandbox's network: {e}"))?;
+        // Served while this thread waits for the sandbox; closed when it returns, whatever
+        // happened (the async side reads the report after).
+        let _running =
+            serve(device).map_err(|e| format!("cannot serve the sandbox's network: {e}"))?;
         run_in(config, mount, job, timeout, limits, watch, Some(files))
     })
     .map_err(|e| format!("cannot give the sandbox its network: {e}"))?
