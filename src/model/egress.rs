@@ -73,6 +73,11 @@ pub struct EgressReport {
 }
 
 impl EgressReport {
+    /// Every attempt the run made, listed or not.
+    pub fn attempts(&self) -> u64 {
+        self.connections.len() as u64 + self.unlisted
+    }
+
     /// The lines appended to the program's stderr, one per refused target (at most 20).
     pub fn denial_lines(&self) -> Vec<String> {
         let mut lines: Vec<String> = Vec::new();

@@ -247,10 +247,7 @@ impl Metrics {
     /// Counts what one run did on the network.
     pub fn egress(&self, provider: &str, report: &crate::model::egress::EgressReport) {
         let denied = report.egress_denied;
-        let listed_allowed = report.connections.iter().filter(|c| !c.denied()).count() as u64;
-        let listed_denied = report.connections.iter().filter(|c| c.denied()).count() as u64;
-        // Unlisted connections are counted by verdict where the report knows it (denials).
-        let allowed = listed_allowed + report.unlisted.saturating_sub(denied - listed_denied);
+        let allowed = report.attempts().saturating_sub(denied);
         for (verdict, n) in [("allowed", allowed), ("denied", denied)] {
             self.egress_connections
                 .get_or_create(&EgressLabels {

@@ -12,7 +12,7 @@ use axum::{routing::get, Router};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
-use crate::helpers::TestApp;
+use crate::{faults::configure, helpers::TestApp};
 
 /// The test CA and the two servers it vouches for (the certificate names `files.test`).
 pub struct Servers {
@@ -111,19 +111,6 @@ pub fn allow_list(servers: &Servers, app: &TestApp, max_bytes: u64) -> Value {
     })
 }
 
-async fn configure(app: &TestApp, admin: &str, provider: &str, config: Value) {
-    let response = app
-        .post_json(
-            "/api/v1/admin/sandbox/config",
-            admin,
-            &json!({"provider_type": provider, "config": config}),
-        )
-        .await;
-    let status = response.status().as_u16();
-    let body = response.text().await.unwrap();
-    assert_eq!(status, 200, "configure {provider}: {body}");
-}
-
 async fn execute(app: &TestApp, key: &str, language: &str, code: &str) -> Value {
     let response = app
         .post_json(
@@ -207,6 +194,17 @@ def main():
         http = servers.http.port(),
         console = console_port
     )
+}
+
+/// A console on the environment store shared by the run, with the default environment built
+/// (once per machine) and ready to mount.
+async fn app_with_default_environment() -> TestApp {
+    let app = crate::helpers::spawn_app_with(|config| {
+        config.environment_store = Some(crate::environments::shared_store())
+    })
+    .await;
+    default_environment_ready(&app).await;
+    app
 }
 
 /// Signs in and builds the default environment (from the store shared by the run: once per
@@ -463,11 +461,7 @@ async fn bad_allow_lists_are_refused_by_field() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_and_axios_reach_allowed_hosts_from_the_default_environment() {
     let servers = servers().await;
-    let app = crate::helpers::spawn_app_with(|config| {
-        config.environment_store = Some(crate::environments::shared_store())
-    })
-    .await;
-    default_environment_ready(&app).await;
+    let app = app_with_default_environment().await;
     let admin = app.api_key("ops", &["admin"]).await;
     let key = app.api_key("agent", &["execute"]).await;
     configure(
@@ -570,11 +564,7 @@ async fn docker_sandboxes_reach_allowed_hosts_by_name_and_nothing_else() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ragflows_nodejs_cases_reach_example_com_through_run_when_it_is_allowed() {
     let servers = servers_on(443).await;
-    let app = crate::helpers::spawn_app_with(|config| {
-        config.environment_store = Some(crate::environments::shared_store())
-    })
-    .await;
-    default_environment_ready(&app).await;
+    let app = app_with_default_environment().await;
     let admin = app.api_key("ops", &["admin"]).await;
     let key = app.api_key("ragflow", &["execute"]).await;
     configure(

@@ -26,7 +26,7 @@ const SPIN: &str = "def main():\n    while True:\n        pass\n";
 const HELLO: &str = "def main():\n    return 'hi'\n";
 
 /// Sets `provider` active with `config` through RAGFlow's admin API.
-async fn configure(app: &TestApp, admin: &str, provider: &str, config: Value) {
+pub async fn configure(app: &TestApp, admin: &str, provider: &str, config: Value) {
     let response = app
         .post_json(
             "/api/v1/admin/sandbox/config",

@@ -249,7 +249,7 @@ fn Execution(detail: ExecutionDetail) -> impl IntoView {
 fn Network(report: crate::model::egress::EgressReport) -> impl IntoView {
     let summary = format!(
         "{} connection(s), {} refused, {} bytes out, {} bytes in{}",
-        report.connections.len() as u64 + report.unlisted,
+        report.attempts(),
         report.egress_denied,
         report.bytes_out,
         report.bytes_in,

@@ -162,11 +162,50 @@ pub fn explain(
     }
 }
 
+/// What a provider on an allow-list keeps: the policy and the files its sandboxes read.
+#[derive(Clone, Debug)]
+pub struct Egress {
+    pub policy: Arc<Policy>,
+    pub files: Arc<files::NetworkFiles>,
+}
+
+impl Egress {
+    /// Writes the sandboxes' files (resolv.conf; the CA bundle when `extra_ca` is not blank).
+    pub fn new(policy: Arc<Policy>, extra_ca: &str) -> Result<Egress, crate::sandbox::Error> {
+        let files = files::NetworkFiles::create(extra_ca).map_err(|e| {
+            crate::sandbox::Error::Backend(format!("cannot write the sandbox's network files: {e}"))
+        })?;
+        Ok(Egress {
+            policy,
+            files: Arc::new(files),
+        })
+    }
+
+    /// The health check of the allow-list, through `provider` (which runs on it): [`PROBE_PY`]
+    /// in one of its sandboxes, then [`check`]. The details to add, or why it is unhealthy.
+    pub async fn probe(
+        &self,
+        provider: &dyn crate::sandbox::SandboxProvider,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+        use crate::model::execution::{ExecRequest, Language};
+        let probe = ExecRequest {
+            language: Language::Python,
+            code: format!("{PROBE_PY}\ndef main():\n    return None\n"),
+            arguments: serde_json::Map::new(),
+            timeout_secs: Some(15),
+        };
+        match crate::sandbox::run_once(provider, &probe).await.0 {
+            Ok(result) => check(&self.policy, &result.stdout).await,
+            Err(error) => Err(format!("the network probe did not run: {error}")),
+        }
+    }
+}
+
 /// The health check of an allow-list: the console resolves each exact allowed name (the first
 /// five) as it would for a connection, and `probe_output` (what [`PROBE_PY`] printed in a real
 /// sandbox on the list) shows that a listed name resolves inside, and that the metadata
 /// address and an unlisted name are refused. Returns the details, or why it is unhealthy.
-pub async fn check(
+async fn check(
     policy: &Policy,
     probe_output: &str,
 ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
@@ -179,7 +218,7 @@ pub async fn check(
         } else {
             policy.ports()[0]
         };
-        match relay::resolve_for(policy, name, port).await {
+        match relay::resolve(policy, name, port).await {
             Ok(address) => {
                 resolved.insert(name.to_owned(), json!(address.ip().to_string()));
             }
@@ -212,7 +251,7 @@ pub async fn check(
 }
 
 /// The network probe run in a sandbox on the allow-list: prints one JSON line.
-pub const PROBE_PY: &str = r#"import json, socket
+const PROBE_PY: &str = r#"import json, socket
 out = {}
 try:
     socket.create_connection(('169.254.169.254', 80), timeout=3).close()

@@ -127,16 +127,7 @@ async fn peek<S: AsyncRead + Unpin>(inbound: &mut S) -> (Vec<u8>, Claim) {
 
 /// Where the console connects for `name`: the admin's static address (which may be anything
 /// the admin chose), or the first address public DNS gives that a sandbox may reach.
-async fn resolve(session: &Session, name: &str, port: u16) -> Result<SocketAddr, String> {
-    resolve_for(&session.policy, name, port).await
-}
-
-/// [`resolve`] under `policy` alone (the health check's look-up of the allowed names).
-pub async fn resolve_for(
-    policy: &super::Policy,
-    name: &str,
-    port: u16,
-) -> Result<SocketAddr, String> {
+pub async fn resolve(policy: &super::Policy, name: &str, port: u16) -> Result<SocketAddr, String> {
     if let Some(address) = policy.static_address(name) {
         return Ok(SocketAddr::new(address, port));
     }
@@ -189,7 +180,7 @@ where
             return;
         }
     }
-    let address = match resolve(&session, &name, port).await {
+    let address = match resolve(&session.policy, &name, port).await {
         Ok(address) => address,
         Err(reason) => {
             session.deny("tcp", Some(&name), None, port, Some(reason));

@@ -58,8 +58,8 @@ fn judge(session: &Session, packet: &[u8], udp_seen: &mut HashSet<SocketAddr>) -
                 return Verdict::Stack;
             }
             let port = tcp.destination_port();
-            let refuse = |session: &Session, name: Option<&str>, address: Option<IpAddr>| {
-                session.deny("tcp", name, address, port, None);
+            let refuse = |name: Option<&str>, address: Option<IpAddr>, reason: Option<String>| {
+                session.deny("tcp", name, address, port, reason);
                 Verdict::Reply(reset(
                     src,
                     dst,
@@ -68,28 +68,15 @@ fn judge(session: &Session, packet: &[u8], udp_seen: &mut HashSet<SocketAddr>) -
                     tcp.sequence_number(),
                 ))
             };
+            let name = session.name_of(IpAddr::V4(dst));
             if session.cut.is_cancelled() {
-                let name = session.name_of(IpAddr::V4(dst));
                 let reason = "is refused: the run reached its traffic limit".to_owned();
-                session.deny(
-                    "tcp",
-                    name.as_deref(),
-                    Some(IpAddr::V4(dst)),
-                    port,
-                    Some(reason),
-                );
-                return Verdict::Reply(reset(
-                    src,
-                    dst,
-                    tcp.source_port(),
-                    port,
-                    tcp.sequence_number(),
-                ));
+                return refuse(name.as_deref(), Some(IpAddr::V4(dst)), Some(reason));
             }
-            match session.name_of(IpAddr::V4(dst)) {
-                None => refuse(session, None, Some(IpAddr::V4(dst))),
+            match name {
+                None => refuse(None, Some(IpAddr::V4(dst)), None),
                 Some(name) if !session.policy.allows(&name, port) => {
-                    refuse(session, Some(&name), None)
+                    refuse(Some(&name), None, None)
                 }
                 Some(_) => Verdict::Stack,
             }

@@ -184,14 +184,19 @@ pub fn check_network(check: &mut super::config_check::ConfigCheck<'_>) {
     });
 }
 
-/// The allow-list of a config whose network fields passed [`check_network`].
-pub fn network_policy(
+/// The allow-list (with its sandboxes' files) of a config whose network fields passed
+/// [`check_network`]; `None` without network.
+pub fn network_egress(
     network: &crate::sandbox::egress::NetworkConfig,
     context: &crate::sandbox::environment::BuildContext,
-) -> Result<Option<std::sync::Arc<crate::sandbox::egress::Policy>>, crate::sandbox::Error> {
-    network
-        .policy(&context.console)
-        .map_err(|e| crate::sandbox::Error::ConfigInvalid {
-            errors: [("allowed_hosts".to_owned(), e)].into(),
-        })
+) -> Result<Option<crate::sandbox::egress::Egress>, crate::sandbox::Error> {
+    let policy =
+        network
+            .policy(&context.console)
+            .map_err(|e| crate::sandbox::Error::ConfigInvalid {
+                errors: [("allowed_hosts".to_owned(), e)].into(),
+            })?;
+    policy
+        .map(|policy| crate::sandbox::egress::Egress::new(policy, &network.ca_certificates))
+        .transpose()
 }

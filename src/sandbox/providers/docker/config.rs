@@ -221,12 +221,14 @@ pub fn build_provider_with(
         // binds the allow-list's files from this host's disk.
         check.check("network", |c| {
             if !c.text("docker_host").starts_with("unix://") {
-                return Err("An allow-list needs a local daemon (unix://): the console joins                             each container's network namespace."
+                return Err("An allow-list needs a local daemon (unix://): the console joins \
+                            each container's network namespace."
                     .into());
             }
             if c.text("runtime") == "runsc" || c.text("runtime") == "gvisor" {
                 return Err(format!(
-                    "Under gVisor an allow-list needs the {RUNSC_EGRESS} runtime (scripts/docker.sh                      registers it): choose it as the runtime."
+                    "Under gVisor an allow-list needs the {RUNSC_EGRESS} runtime (scripts/docker.sh \
+                     registers it): choose it as the runtime."
                 ));
             }
             Ok(())
@@ -275,8 +277,8 @@ pub fn build_provider_with(
             ),
         ));
     }
-    let egress = fields::network_policy(&config.network, context)?;
-    DockerProvider::with_network(config, environment, egress)
+    let egress = fields::network_egress(&config.network, context)?;
+    Ok(DockerProvider::with_network(config, environment, egress))
 }
 
 fn check_host(host: &str) -> Result<(), String> {

@@ -658,7 +658,7 @@ pub async fn init_pid(docker: &Docker, id: &str) -> Result<u32, DockerError> {
         .ok_or_else(|| {
             DockerError::Protocol(format!(
                 "container {} has no running init",
-                &id[..id.len().min(12)]
+                super::short(id)
             ))
         })
 }

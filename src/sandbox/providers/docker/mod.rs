@@ -25,7 +25,7 @@ use crate::{
     },
     sandbox::{
         self,
-        egress::{self, files::NetworkFiles, Policy},
+        egress::{self, Egress},
         environment::{Mount, Resolved},
         registry::ProviderKind,
         runner::{self, ArtifactLimits},
@@ -83,7 +83,7 @@ pub struct Shared {
     /// The package environment bound read-only into every container.
     mount: Option<Mount>,
     /// The allow-list sandboxes reach the network through; `None`: no network.
-    egress: Option<(Arc<Policy>, NetworkFiles)>,
+    egress: Option<Egress>,
 }
 
 impl Shared {
@@ -111,7 +111,7 @@ impl Shared {
             &self.owner,
             &self.pool_id,
             self.mount.as_ref(),
-            self.egress.as_ref().map(|(_, files)| files),
+            self.egress.as_ref().map(|e| e.files.as_ref()),
         )
         .await?)
     }
@@ -138,7 +138,17 @@ pub struct DockerProvider {
 }
 
 impl DockerProvider {
+    /// A provider whose sandboxes have no network.
     pub fn new(config: DockerConfig, environment: Resolved) -> Self {
+        Self::with_network(config, environment, None)
+    }
+
+    /// A provider whose sandboxes reach what `egress` allows (nothing without one).
+    pub fn with_network(
+        config: DockerConfig,
+        environment: Resolved,
+        egress: Option<Egress>,
+    ) -> Self {
         let size = config.pool_size.max(1) as usize;
         let pool_id = format!("{:016x}", rand::random::<u64>());
         let owner = engine::owner_of(std::process::id()).unwrap_or_else(|| "unknown".into());
@@ -153,28 +163,9 @@ impl DockerProvider {
                 pool_id,
                 swept: OnceCell::new(),
                 mount: environment.mount().cloned(),
-                egress: None,
+                egress,
             }),
         }
-    }
-
-    /// A provider whose sandboxes reach what `policy` allows (nothing without one).
-    pub fn with_network(
-        config: DockerConfig,
-        environment: Resolved,
-        policy: Option<Arc<Policy>>,
-    ) -> Result<Self, Error> {
-        let mut provider = DockerProvider::new(config, environment);
-        if let Some(policy) = policy {
-            let files = NetworkFiles::create(&provider.shared.config.network.ca_certificates)
-                .map_err(|e| {
-                    Error::Backend(format!("cannot write the sandbox's network files: {e}"))
-                })?;
-            Arc::get_mut(&mut provider.shared)
-                .expect("a new provider's state is not shared yet")
-                .egress = Some((policy, files));
-        }
-        Ok(provider)
     }
 
     /// Gives the leased container its network for one run: a TUN in its namespace, served
@@ -184,7 +175,7 @@ impl DockerProvider {
         docker: &bollard::Docker,
         lease: &pool::Lease,
     ) -> Result<Option<egress::Running>, Error> {
-        let Some((policy, _)) = &self.shared.egress else {
+        let Some(egress) = &self.shared.egress else {
             return Ok(None);
         };
         let pid = engine::init_pid(docker, &lease.id).await?;
@@ -195,7 +186,7 @@ impl DockerProvider {
                 .map_err(|e| {
                     Error::Backend(format!("cannot give the container its network: {e}"))
                 })?;
-        let session = egress::Session::new(policy.clone());
+        let session = egress::Session::new(egress.policy.clone());
         let running = egress::serve(device, session)
             .map_err(|e| Error::Backend(format!("cannot serve the container's network: {e}")))?;
         Ok(Some(running))
@@ -503,17 +494,8 @@ impl SandboxProvider for DockerProvider {
         if replaced > 0 {
             details.insert("containers_replaced".into(), json!(replaced));
         }
-        if let Some((policy, _)) = &self.shared.egress {
-            let probe = ExecRequest {
-                language: Language::Python,
-                code: format!("{}\ndef main():\n    return None\n", egress::PROBE_PY),
-                arguments: Map::new(),
-                timeout_secs: Some(15),
-            };
-            let checked = match sandbox::run_once(self, &probe).await.0 {
-                Ok(result) => egress::check(policy, &result.stdout).await,
-                Err(error) => Err(format!("the network probe did not run: {error}")),
-            };
+        if let Some(egress) = &self.shared.egress {
+            let checked = egress.probe(self).await;
             match checked {
                 Ok(network) => details.extend(network),
                 Err(message) => {

@@ -130,12 +130,12 @@ pub fn build_with(
         });
     }
     let config: LocalConfig = check.finish()?;
-    let egress = fields::network_policy(&config.network, context)?;
+    let egress = fields::network_egress(&config.network, context)?;
     Ok(Arc::new(LocalProvider::with_network(
         config,
         environment,
         egress,
-    )?))
+    )))
 }
 
 fn check_executable(path: &str) -> Result<(), String> {

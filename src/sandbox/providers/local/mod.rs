@@ -22,7 +22,7 @@ use crate::{
     },
     sandbox::{
         self,
-        egress::{self, files::NetworkFiles, Policy},
+        egress::{self, Egress},
         environment::{Mount, Resolved},
         registry::ProviderKind,
         runner::{self, ArtifactLimits, Job, WorkspaceFile},
@@ -52,13 +52,6 @@ pub fn kind() -> ProviderKind {
     }
 }
 
-/// An allow-list and the files its sandboxes read.
-#[derive(Clone, Debug)]
-struct Egress {
-    policy: Arc<Policy>,
-    files: Arc<NetworkFiles>,
-}
-
 #[derive(Debug)]
 pub struct LocalProvider {
     config: Arc<LocalConfig>,
@@ -83,27 +76,16 @@ impl LocalProvider {
         }
     }
 
-    /// A provider whose sandboxes reach what `policy` allows (nothing without one).
+    /// A provider whose sandboxes reach what `egress` allows (nothing without one).
     pub fn with_network(
         config: LocalConfig,
         environment: Resolved,
-        policy: Option<Arc<Policy>>,
-    ) -> Result<Self, Error> {
-        let egress = match policy {
-            None => None,
-            Some(policy) => Some(Egress {
-                policy,
-                files: Arc::new(
-                    NetworkFiles::create(&config.network.ca_certificates).map_err(|e| {
-                        Error::Backend(format!("cannot write the sandbox's network files: {e}"))
-                    })?,
-                ),
-            }),
-        };
-        Ok(LocalProvider {
+        egress: Option<Egress>,
+    ) -> Self {
+        LocalProvider {
             egress,
             ..LocalProvider::new(config, environment)
-        })
+        }
     }
 
     /// Waits up to the queue limit for a free slot; `PoolBusy` after that. Also returns how
@@ -228,21 +210,7 @@ impl SandboxProvider for LocalProvider {
                         details,
                     };
                 };
-                let probe = self
-                    .run_program(
-                        Language::Python,
-                        vec![WorkspaceFile {
-                            name: "probe.py",
-                            contents: egress::PROBE_PY.as_bytes().to_vec(),
-                        }],
-                        vec!["-I", "probe.py"],
-                        Duration::from_secs(15),
-                    )
-                    .await;
-                let checked = match probe {
-                    Ok(raw) => egress::check(&egress.policy, &raw.stdout).await,
-                    Err(error) => Err(format!("the network probe did not run: {error}")),
-                };
+                let checked = egress.probe(self).await;
                 match checked {
                     Ok(network) => {
                         details.extend(network);
