@@ -151,6 +151,48 @@ impl ExecStatus {
     }
 }
 
+impl ExecStatus {
+    /// The status in words, for people.
+    pub fn label(self) -> &'static str {
+        match self {
+            ExecStatus::Success => "Success",
+            ExecStatus::ProgramError => "Program error",
+            ExecStatus::Timeout => "Timed out",
+            ExecStatus::MemoryLimit => "Memory limit",
+            ExecStatus::OutputLimit => "Output limit",
+            ExecStatus::ProcessLimit => "Process limit",
+            ExecStatus::EgressLimit => "Network limit",
+            ExecStatus::PoolBusy => "All sandboxes busy",
+            ExecStatus::ProviderError => "Provider error",
+        }
+    }
+
+    /// One sentence on what the status means.
+    pub fn hint(self) -> &'static str {
+        match self {
+            ExecStatus::Success => "The code ran to the end.",
+            ExecStatus::ProgramError => "The code raised an error or exited with a non-zero code.",
+            ExecStatus::Timeout => "The code ran past its time limit and was stopped.",
+            ExecStatus::MemoryLimit => "The code used more memory than the provider allows and was stopped.",
+            ExecStatus::OutputLimit => "The code printed more than the output limit; the output was cut.",
+            ExecStatus::ProcessLimit => "The code started more processes or threads than the provider allows.",
+            ExecStatus::EgressLimit => "The code moved more bytes over the network than the provider allows.",
+            ExecStatus::PoolBusy => "Every sandbox was busy; nothing ran. Try again.",
+            ExecStatus::ProviderError => "The provider failed; the code may not have run.",
+        }
+    }
+}
+
+impl Language {
+    /// The language's name, for people.
+    pub fn label(self) -> &'static str {
+        match self {
+            Language::Python => "Python",
+            Language::Javascript => "JavaScript",
+        }
+    }
+}
+
 /// What `main()` returned.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReturnValue {

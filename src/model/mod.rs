@@ -7,6 +7,7 @@ pub mod dashboard;
 pub mod egress;
 pub mod environment;
 pub mod execution;
+pub mod explain;
 pub mod history;
 pub mod overview;
 pub mod provider;

@@ -42,6 +42,24 @@ pub enum SaveOutcome {
     Saved {
         version: i64,
         active: bool,
+        /// The saved version this save brought back (a restore).
+        #[serde(default)]
+        restored_from: Option<i64>,
+    },
+    /// The save would have put a provider that fails its health check in charge of every
+    /// run; nothing was saved. "Activate anyway" and "Save anyway (inactive)" are the
+    /// explicit second steps.
+    Unhealthy {
+        health: HealthReport,
+        /// The provider is the active one (else the save asked to make it active).
+        active: bool,
+        /// The save asked to make the provider active.
+        make_active: bool,
+    },
+    /// Kept as a saved version (`id`) of the active provider's settings without being
+    /// applied: the running settings are unchanged.
+    Kept {
+        id: i64,
     },
     /// Nothing was saved.
     Invalid {
@@ -57,7 +75,11 @@ pub enum SaveOutcome {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConnectionReport {
     pub passed: bool,
+    /// What happened, in a sentence.
     pub message: String,
+    /// The raw failure chain behind a message that was put in plain words.
+    #[serde(default)]
+    pub detail: Option<String>,
     pub health: Option<HealthReport>,
     pub exit_code: Option<i32>,
     pub execution_time_ms: Option<u64>,
@@ -82,6 +104,11 @@ pub struct TrialInput {
 pub enum FlashOutcome {
     Save(SaveOutcome),
     Test(ConnectionReport),
+    /// A restore of saved version `id`.
+    Restore {
+        id: i64,
+        outcome: SaveOutcome,
+    },
     Trial {
         input: TrialInput,
         result: Result<crate::model::execution::ExecutionResult, String>,
@@ -98,5 +125,39 @@ pub struct SandboxFlash {
     pub kind: String,
     /// The submitted values (secrets removed), so the form shows what was typed.
     pub values: Map<String, Value>,
+    /// What the trial form held (both forms post together), so neither loses what was typed.
+    #[serde(default)]
+    pub trial: Option<TrialInput>,
     pub outcome: FlashOutcome,
+}
+
+/// One saved version of a provider's settings, for the History tab.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SettingVersion {
+    /// Restore names a version by this.
+    pub id: i64,
+    /// The settings' version it became; `None` when it was kept without being applied.
+    pub version: Option<i64>,
+    /// It is what is stored now.
+    pub current: bool,
+    /// `save`, `restore` or `kept`.
+    pub action: String,
+    pub restored_from: Option<i64>,
+    pub saved_by: Option<String>,
+    pub saved_at: String,
+    /// The oldest version kept: there is nothing to compare it with.
+    pub first: bool,
+    /// What differs from the version before it.
+    pub changes: Vec<ValueChange>,
+}
+
+/// One field that differs between two versions. Secret values are never shown: only that
+/// they changed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ValueChange {
+    pub key: String,
+    pub label: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+    pub secret: bool,
 }

@@ -24,7 +24,7 @@ use crate::{
             system_setting::{self, Expected},
         },
         environments::EnvironmentService,
-        sandbox::{SandboxService, PROVIDER_TYPE},
+        sandbox::{Gate, SandboxService, PROVIDER_TYPE},
         secrets::SecretBox,
         startup::open_database,
     },
@@ -230,10 +230,12 @@ pub async fn configure(
     }
     let actor = shell_caller().actor();
     match service
-        .save(&actor, kind, values, Expected::Any, activate)
+        .save(&actor, kind, values, Expected::Any, activate, Gate::Anyway)
         .await?
     {
-        SaveOutcome::Saved { version, active } => {
+        SaveOutcome::Saved {
+            version, active, ..
+        } => {
             for line in from {
                 eprintln!("  {line}");
             }
@@ -259,6 +261,14 @@ pub async fn configure(
             Ok(exit::BAD_INPUT)
         }
         SaveOutcome::Conflict { message } => bail!(message),
+        // The CLI saves whatever the health check says (Gate::Anyway).
+        SaveOutcome::Unhealthy { health, .. } => {
+            bail!("nothing was saved: the health check failed: {}", health.message)
+        }
+        SaveOutcome::Kept { id } => {
+            println!("Kept the {kind} settings as version #{id}, not applied.");
+            Ok(exit::OK)
+        }
     }
 }
 

@@ -30,5 +30,6 @@ mod remote_wrappers;
 mod sandbox_settings;
 mod scripted;
 mod self_managed_provider;
+mod setting_versions;
 mod settings_audit;
 mod system_setting;

@@ -112,6 +112,8 @@ async fn saving_a_config_activates_it_and_never_returns_the_secret() {
         config["data"]["config"],
         json!({"endpoint": "http://fake:9385", "timeout": 60})
     );
+    assert_eq!(saved["data"]["active"], true, "{saved}");
+    assert_eq!(saved["data"]["health"]["healthy"], true, "{saved}");
     assert!(!saved.to_string().contains(GOOD_TOKEN) && !config.to_string().contains(GOOD_TOKEN));
     let audit: String =
         sqlx::query_scalar("select actor from settings_audit order by id desc limit 1")
@@ -119,6 +121,25 @@ async fn saving_a_config_activates_it_and_never_returns_the_secret() {
             .await
             .unwrap();
     assert_eq!(audit, "api-key:ops");
+}
+
+#[tokio::test]
+async fn a_config_that_fails_its_health_check_is_still_saved_and_the_answer_says_so() {
+    let (app, key) = setup().await;
+    let body = json!({"provider_type": "scripted", "config": {"endpoint": "http://fake", "token": "wrong"}});
+
+    let (status, saved) = json_of(
+        app.post_json("/api/v1/admin/sandbox/config", &key, &body)
+            .await,
+    )
+    .await;
+
+    // RAGFlow's semantics (save, and activate) are kept; the answer carries the health.
+    assert_eq!(status, 200, "{saved}");
+    assert_eq!(saved["data"]["active"], true, "{saved}");
+    assert_eq!(saved["data"]["health"]["healthy"], false, "{saved}");
+    assert!(saved["data"]["health"]["message"].is_string(), "{saved}");
+    assert_eq!(stored_version(&app, "sandbox.scripted").await, Some(1));
 }
 
 #[tokio::test]

@@ -26,9 +26,11 @@ async fn local_card(app: &TestApp) -> serde_json::Value {
     app.call_ok("sandbox_settings", &[]).await["providers"][0].clone()
 }
 
-const ENDPOINTS: [&str; 5] = [
+const ENDPOINTS: [&str; 7] = [
     "sandbox_settings",
     "save_sandbox_settings",
+    "sandbox_setting_versions",
+    "restore_sandbox_settings",
     "test_sandbox_connection",
     "run_trial",
     "take_sandbox_flash",
@@ -44,6 +46,7 @@ async fn anonymous_callers_get_401_from_every_sandbox_endpoint() {
                 name,
                 &[
                     ("kind", "local"),
+                    ("id", "1"),
                     ("language", "python"),
                     ("code", "print(1)"),
                 ],
@@ -108,7 +111,7 @@ async fn a_valid_save_persists_audits_and_takes_effect_without_a_restart() {
 
     assert_eq!(
         outcome,
-        json!({ "Saved": { "version": 2, "active": true } })
+        json!({ "Saved": { "version": 2, "active": true, "restored_from": null } })
     );
     let card = local_card(&app).await;
     assert_eq!(card["values"]["timeout_secs"], 1);

@@ -2,17 +2,45 @@ use leptos::prelude::*;
 
 use crate::model::settings::ConnectionReport;
 
-/// The result of "Test connection", as a dialog over the page. "Close" is a link back to the
-/// page (JavaScript off); hydrated, it closes the dialog where it is, so the form keeps what
-/// the admin typed. `rel="external"` keeps the router's own click handling (which runs first,
-/// and re-rendered the page with the stored values, or did nothing on the page's own URL) out.
+/// The result of "Test connection", as a dialog over the page. Without JavaScript it is an
+/// open `<dialog>` and "Close" is a link back to the page; hydrated, it becomes modal
+/// (`showModal`: focus inside, Esc closes, the page behind inert) and closes where it is, so
+/// the form keeps what the admin typed. `rel="external"` keeps the router's own click
+/// handling (which runs first, and re-rendered the page with the stored values, or did
+/// nothing on the page's own URL) out. Invalid fields are listed as links to them.
 #[component]
-pub fn ConnectionReportDialog(report: ConnectionReport, close_href: String) -> impl IntoView {
+pub fn ConnectionReportDialog(
+    report: ConnectionReport,
+    close_href: String,
+    /// Labels of the form's fields by key, to name the invalid ones.
+    #[prop(optional)]
+    labels: Vec<(String, String)>,
+) -> impl IntoView {
     let (open, set_open) = signal(true);
     let close = move |event: leptos::ev::MouseEvent| {
         event.prevent_default();
         set_open.set(false);
     };
+    let dialog = NodeRef::<leptos::html::Dialog>::new();
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if let Some(dialog) = dialog.get() {
+            // Server HTML opened it non-modally; reopen it as a modal.
+            dialog.close();
+            let _ = dialog.show_modal();
+        }
+    });
+    let invalid: Vec<(String, String)> = report
+        .errors
+        .iter()
+        .map(|(key, message)| {
+            let label = labels
+                .iter()
+                .find(|(k, _)| k == key)
+                .map_or_else(|| key.clone(), |(_, l)| l.clone());
+            (format!("#field-{key}"), format!("{label}: {message}"))
+        })
+        .collect();
     let title = if report.passed {
         "Connection test passed"
     } else {
@@ -44,9 +72,20 @@ pub fn ConnectionReportDialog(report: ConnectionReport, close_href: String) -> i
     view! {
         <Show when=move || open.get()>
             <div class="backdrop">
-                <dialog open class="modal" data-testid="connection-report" aria-labelledby="report-title">
+                <dialog open class="modal" data-testid="connection-report" aria-labelledby="report-title"
+                    node_ref=dialog on:cancel=move |_: leptos::ev::Event| set_open.set(false)>
                     <h2 id="report-title" class=class>{title}</h2>
                     <p data-testid="connection-message">{report.message.clone()}</p>
+                    {(!invalid.is_empty()).then(|| view! {
+                        <ul class="invalid-fields" data-testid="invalid-fields">
+                            {invalid.clone().into_iter().map(|(href, text)| view! {
+                                <li><a href=href rel="external" on:click=move |_| set_open.set(false)>{text}</a></li>
+                            }).collect_view()}
+                        </ul>
+                    })}
+                    {report.detail.clone().map(|detail| view! {
+                        <details class="detail"><summary>"Details"</summary><pre class="output">{detail}</pre></details>
+                    })}
                     <dl class="facts">
                         <dt>"Health check"</dt>
                         <dd>{report.health.as_ref().map_or("not reached", |h| if h.healthy { "healthy" } else { "unhealthy" })}</dd>

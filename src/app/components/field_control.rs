@@ -14,8 +14,23 @@ pub fn FieldControl(
     /// Labels of the fields that decide where secrets go; a kept secret needs them unchanged.
     #[prop(optional)]
     destinations: Vec<String>,
+    /// The first field to fix after a post: it takes the focus.
+    #[prop(optional)]
+    focus: bool,
 ) -> impl IntoView {
     let id = format!("field-{}", field.key);
+    let help_id = format!("help-{}", field.key);
+    let error_id = format!("error-{}", field.key);
+    let described = [
+        (!field.description.is_empty() || matches!(field.kind, FieldKind::Integer { .. }))
+            .then(|| help_id.clone()),
+        error.as_ref().map(|_| error_id.clone()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" ");
+    let described = (!described.is_empty()).then_some(described);
     let name = format!("values[{}]", field.key);
     let text = value.as_ref().map(display).unwrap_or_default();
     let placeholder = field.placeholder.clone().unwrap_or_default();
@@ -23,27 +38,27 @@ pub fn FieldControl(
     let control = match &field.kind {
         FieldKind::String => view! {
             <input id=id.clone() name=name type="text" value=text placeholder=placeholder
-                required=field.required readonly=field.readonly disabled=field.readonly aria-invalid=invalid.to_string()/>
+                required=field.required readonly=field.readonly disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus/>
         }
         .into_any(),
         FieldKind::Secret => {
             let hint = if secret_set { "Set — leave blank to keep".to_owned() } else { placeholder };
             view! {
                 <input id=id.clone() name=name type="password" value="" placeholder=hint autocomplete="off"
-                    required=field.required && !secret_set disabled=field.readonly aria-invalid=invalid.to_string()/>
+                    required=field.required && !secret_set disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus/>
             }
             .into_any()
         }
         FieldKind::Integer { min, max } => view! {
             <input id=id.clone() name=name type="number" step="1" value=text placeholder=placeholder
                 min=min.map(|m| m.to_string()) max=max.map(|m| m.to_string())
-                required=field.required readonly=field.readonly disabled=field.readonly aria-invalid=invalid.to_string()/>
+                required=field.required readonly=field.readonly disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus/>
         }
         .into_any(),
         FieldKind::Boolean => {
             let on = text == "true";
             view! {
-                <select id=id.clone() name=name disabled=field.readonly aria-invalid=invalid.to_string()>
+                <select id=id.clone() name=name disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus>
                     <option value="true" selected=on>"Yes"</option>
                     <option value="false" selected=!on>"No"</option>
                 </select>
@@ -53,7 +68,7 @@ pub fn FieldControl(
         FieldKind::Select { options } => {
             let options = options.clone();
             view! {
-                <select id=id.clone() name=name disabled=field.readonly aria-invalid=invalid.to_string()>
+                <select id=id.clone() name=name disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus>
                     {options.into_iter().map(|o| {
                         let selected = o.value == text;
                         view! { <option value=o.value selected=selected>{o.label}</option> }
@@ -64,7 +79,7 @@ pub fn FieldControl(
         }
         FieldKind::Multiline | FieldKind::Json => view! {
             <textarea id=id.clone() name=name rows="6" class="mono" placeholder=placeholder
-                readonly=field.readonly disabled=field.readonly aria-invalid=invalid.to_string()
+                readonly=field.readonly disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus
                 inner_html=crate::app::format::textarea_html(&text)></textarea>
         }
         .into_any(),
@@ -99,10 +114,10 @@ pub fn FieldControl(
             </label>
             {control}
             {(!field.description.is_empty() || hint.is_some()).then(|| view! {
-                <p class="help">{field.description.clone()} " " {hint}</p>
+                <p class="help" id=help_id.clone()>{field.description.clone()} " " {hint}</p>
             })}
             {keep_note.map(|note| view! { <p class="help" data-testid="secret-destination-note">{note}</p> })}
-            {error.map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
+            {error.map(|e| view! { <p class="field-error" id=error_id.clone() role="alert">{e}</p> })}
         </div>
     }
 }

@@ -10,6 +10,7 @@ pub fn Layout(children: Children) -> impl IntoView {
     let admin = Resource::new(|| (), |_| current_admin());
     let environments = Resource::new(|| (), |_| environment_notice());
     view! {
+        <a class="skip-link" href="#main">"Skip to content"</a>
         <header class="topbar">
             <a class="brand" href="/">
                 <span class="brand-mark" aria-hidden="true">"▣"</span>
@@ -49,6 +50,6 @@ pub fn Layout(children: Children) -> impl IntoView {
                 })
             }}
         </Transition>
-        <main class="content">{children()}</main>
+        <main class="content" id="main" tabindex="-1">{children()}</main>
     }
 }

@@ -5,4 +5,5 @@ pub mod error_view;
 pub mod field_control;
 pub mod layout;
 pub mod provider_form;
+pub mod setting_versions;
 pub mod trial_panel;

@@ -4,28 +4,47 @@ use serde_json::{Map, Value};
 use crate::{
     app::components::field_control::FieldControl,
     model::{
-        schema::{FieldErrors, FieldGroup, FORM_ERROR},
+        schema::{FieldErrors, FieldGroup, FieldKind, FORM_ERROR},
         settings::ProviderCard,
     },
 };
 
-/// A provider's settings form, built field by field from its schema, grouped into sections.
-/// A plain form: Save posts to the save function, "Test connection" posts the same (unsaved)
-/// values to the test function; both work without JavaScript.
+/// Which post of the settings form is under way (hydrated only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pending {
+    /// Save or Test connection.
+    Save,
+    /// The trial run.
+    Run,
+}
+
+/// A provider's settings, built field by field from its schema, in collapsible sections,
+/// with Save and Test connection in an action bar that stays in view. It sits in the page's
+/// one form (with the trial run): Save posts it to the save function, "Test connection"
+/// posts the same (unsaved) values to the test function; both work without JavaScript.
+/// `unhealthy` is set when the last save was refused by the health check: (the provider is
+/// the active one, the save asked to make it active); it offers the explicit second steps.
 #[component]
 pub fn ProviderForm(
     card: ProviderCard,
     values: Map<String, Value>,
     errors: FieldErrors,
-    notice: Option<(&'static str, String)>,
+    unhealthy: Option<(bool, bool)>,
+    pending: RwSignal<Option<Pending>>,
 ) -> impl IntoView {
-    let (pending, set_pending) = signal(false);
     // A stored secret is only reused while these keep their stored values.
     let destinations: Vec<String> = card
         .schema
         .destinations()
         .map(|f| f.label.clone())
         .collect();
+    let has_secrets = card.schema.fields.iter().any(|f| f.kind == FieldKind::Secret);
+    let first_error = card
+        .schema
+        .fields
+        .iter()
+        .find(|f| errors.contains_key(&f.key))
+        .map(|f| f.key.clone());
     let sections = [
         FieldGroup::Deployment,
         FieldGroup::Runtime,
@@ -40,6 +59,9 @@ pub fn ProviderForm(
             .cloned()
             .collect();
         (!fields.is_empty()).then(|| {
+            // The network section starts closed unless it has something to fix.
+            let open = group != FieldGroup::Network
+                || fields.iter().any(|f| errors.contains_key(&f.key));
             let controls = fields
                 .into_iter()
                 .map(|field| {
@@ -47,46 +69,67 @@ pub fn ProviderForm(
                     let secret_set = card.secrets_set.contains(&field.key);
                     let error = errors.get(&field.key).cloned();
                     let destinations = destinations.clone();
-                    view! { <FieldControl field value secret_set error destinations/> }
+                    let focus = first_error.as_deref() == Some(field.key.as_str());
+                    view! { <FieldControl field value secret_set error destinations focus/> }
                 })
                 .collect_view();
             view! {
-                <fieldset class="section">
-                    <legend>{group.label()}</legend>
-                    {controls}
-                </fieldset>
+                <details class="section" open=open>
+                    <summary>{group.label()}</summary>
+                    <div class="section-body">{controls}</div>
+                </details>
             }
         })
     });
     let form_error = errors.get(FORM_ERROR).cloned();
+    let busy = move || pending.get().is_some();
     view! {
-        <form method="post" action="/rpc/save_sandbox_settings" class="card provider-form" novalidate
-            data-testid="provider-form" on:submit=move |_| set_pending.set(true)>
-            <h2>{card.info.name.clone()}</h2>
-            {notice.map(|(class, text)| view! {
-                <p class=format!("notice {class}") role="status" data-testid="save-notice">{text}</p>
-            })}
+        <section class="card provider-form" aria-labelledby="provider-title">
+            <h2 id="provider-title">{card.info.name.clone()}</h2>
             {form_error.map(|e| view! { <p class="notice error" role="alert">{e}</p> })}
+            {unhealthy.map(|(active, make_active)| view! {
+                <div class="notice error anyway" data-testid="unhealthy">
+                    <p>"Fix the settings and save again, or choose explicitly:"</p>
+                    <div class="actions">
+                        <button type="submit" class="button danger" name="anyway" value="activate"
+                            data-testid="activate-anyway">
+                            {if active { "Apply anyway" } else { "Activate anyway" }}
+                        </button>
+                        <button type="submit" class="button ghost" name="anyway" value="inactive"
+                            data-testid="save-inactive">"Save anyway (inactive)"</button>
+                    </div>
+                    <p class="help">
+                        {if active {
+                            "Save anyway (inactive) keeps these values as a version in History without applying them; runs go on with the current settings."
+                        } else {
+                            "Save anyway (inactive) saves these values without making the provider active."
+                        }}
+                        {make_active.then_some(" ")}
+                        {has_secrets.then_some(" Secrets you typed are never sent back to the browser: type them again first.")}
+                    </p>
+                </div>
+            })}
             <input type="hidden" name="kind" value=card.info.kind.clone()/>
             <input type="hidden" name="expected_version" value=card.version.map(|v| v.to_string()).unwrap_or_default()/>
             {sections}
             {(!card.active).then(|| view! {
                 <label class="check">
-                    <input type="checkbox" name="make_active" value="on"/>
+                    <input type="checkbox" name="make_active" value="on" checked=unhealthy.is_some_and(|(_, m)| m)/>
                     " Make this the active provider"
                 </label>
             })}
-            <div class="actions">
-                <button type="submit" class="button" disabled=pending data-testid="save">"Save"</button>
+            <div class="actions sticky-actions" data-testid="action-bar">
+                <button type="submit" class="button" disabled=busy data-testid="save">"Save"</button>
                 <button type="submit" class="button ghost" formaction="/rpc/test_sandbox_connection"
-                    disabled=pending data-testid="test-connection">"Test connection"</button>
-                {move || pending.get().then(|| view! {
+                    disabled=busy data-testid="test-connection">"Test connection"</button>
+                {move || (pending.get() == Some(Pending::Save)).then(|| view! {
                     <span class="loading"><span class="spinner" aria-hidden="true"></span>" Working…"</span>
                 })}
+                {card.active.then(|| view! { <span class="help">"Saving the active provider runs its health check first."</span> })}
             </div>
             {card.updated_at.clone().map(|at| view! {
-                <p class="help">"Last saved " {at} {card.updated_by.clone().map(|by| format!(" by {by}"))} "."</p>
+                <p class="help">"Last saved " {crate::app::format::utc_time(&at)} " UTC" {card.updated_by.clone().map(|by| format!(" by {by}"))} "."</p>
             })}
-        </form>
+        </section>
     }
 }

@@ -1,7 +1,7 @@
 use leptos::prelude::*;
 
 use crate::{
-    app::format::textarea_html,
+    app::{components::provider_form::Pending, format::textarea_html},
     model::{
         execution::{ExecStatus, ExecutionResult, Language},
         settings::TrialInput,
@@ -11,16 +11,30 @@ use crate::{
 const SAMPLE_CODE: &str = "def main(name):\n    return {\"hi\": name}\n";
 const SAMPLE_ARGUMENTS: &str = "{\"name\": \"Ada\"}";
 
-/// Trial run through the active provider: code, language, JSON arguments, timeout; and the
-/// result of the last run. A plain form: it works without JavaScript.
+/// The provider a trial runs on: the one whose settings the page shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrialTarget {
+    pub kind: String,
+    pub name: String,
+    pub active: bool,
+    /// It has saved settings (else it runs with its defaults).
+    pub saved: bool,
+}
+
+/// Trial run on the selected provider (the active one as it runs, another one from its saved
+/// settings): code, language, JSON arguments, timeout; and the result of the last run. Part
+/// of the settings page's one form, so a trial keeps the settings typed above it, and a save
+/// or a test keeps the code typed here; it works without JavaScript. Hydrated, Ctrl+Enter
+/// (or Cmd+Enter) in the code runs it, Esc then Tab leaves the code box, and a timer counts
+/// while a run is pending.
 #[component]
 pub fn TrialPanel(
+    target: TrialTarget,
     input: Option<TrialInput>,
     result: Option<Result<ExecutionResult, String>>,
     /// Where each of the result's artifacts downloads from (the console's own address).
     downloads: Vec<String>,
-    /// The active provider's languages.
-    languages: Vec<Language>,
+    pending: RwSignal<Option<Pending>>,
 ) -> impl IntoView {
     let input = input.unwrap_or_else(|| TrialInput {
         language: "python".into(),
@@ -28,7 +42,6 @@ pub fn TrialPanel(
         arguments: SAMPLE_ARGUMENTS.into(),
         timeout_secs: String::new(),
     });
-    let (pending, set_pending) = signal(false);
     let (json_error, set_json_error) = signal(None::<String>);
     let check_json = move |ev: leptos::ev::Event| {
         let text = event_target_value(&ev);
@@ -40,51 +53,59 @@ pub fn TrialPanel(
         };
         set_json_error.set(problem);
     };
+    let runs_on = match (target.active, target.saved) {
+        (true, _) => format!("{} — the active provider", target.name),
+        (false, true) => format!("{} — its saved settings (not the active provider; unsaved changes above are not used)", target.name),
+        (false, false) => format!("{} — its default settings (never saved; not the active provider)", target.name),
+    };
+    // Esc in the code box lets the next Tab leave it.
+    let released = RwSignal::new(false);
+    let elapsed = RwSignal::new(0u32);
+    start_timer(pending, elapsed);
+    let busy = move || pending.get().is_some();
     view! {
-        <section class="card trial" id="trial">
-            <h2>"Trial run"</h2>
-            <p class="muted">"Runs code through the active provider. " <code>"main()"</code> " receives the arguments: Python as keyword arguments, JavaScript as one object."</p>
-            <form method="post" action="/rpc/run_trial" novalidate data-testid="trial-form"
-                on:submit=move |ev| {
-                    if json_error.get_untracked().is_some() {
-                        ev.prevent_default();
-                    } else {
-                        set_pending.set(true);
-                    }
-                }>
-                <div class="row">
-                    <div class="field">
-                        <label for="trial-language">"Language"</label>
-                        <select id="trial-language" name="language">
-                            {languages.into_iter().map(|l| {
-                                let selected = l.id() == input.language;
-                                view! { <option value=l.id() selected=selected>{l.id()}</option> }
-                            }).collect_view()}
-                        </select>
-                    </div>
-                    <div class="field">
-                        <label for="trial-timeout">"Timeout (seconds)"</label>
-                        <input id="trial-timeout" name="timeout_secs" type="number" min="1" max=crate::model::execution::MAX_TIMEOUT_SECS.to_string() value=input.timeout_secs.clone() placeholder="provider default"/>
-                    </div>
+        <section class="card trial" id="trial" data-testid="trial-form" aria-labelledby="trial-title">
+            <h2 id="trial-title">"Trial run"</h2>
+            <p class="runs-on" data-testid="trial-runs-on"><strong>"Runs on: "</strong>{runs_on}</p>
+            <p class="muted">
+                <code>"main()"</code> " receives the arguments: Python as keyword arguments, JavaScript as one object. "
+                <kbd>"Ctrl"</kbd> "+" <kbd>"Enter"</kbd> " runs; " <kbd>"Esc"</kbd> " then " <kbd>"Tab"</kbd> " leaves the code box."
+            </p>
+            <div class="row">
+                <div class="field">
+                    <label for="trial-language">"Language"</label>
+                    <select id="trial-language" name="language">
+                        {Language::ALL.into_iter().map(|l| {
+                            let selected = l.id() == input.language;
+                            view! { <option value=l.id() selected=selected>{l.label()}</option> }
+                        }).collect_view()}
+                    </select>
                 </div>
                 <div class="field">
-                    <label for="trial-code">"Code"</label>
-                    <textarea id="trial-code" name="code" rows="10" class="mono code" spellcheck="false"
-                        on:keydown=insert_spaces_on_tab inner_html=textarea_html(&input.code)></textarea>
+                    <label for="trial-timeout">"Timeout (seconds)"</label>
+                    <input id="trial-timeout" name="timeout_secs" type="number" min="1" max=crate::model::execution::MAX_TIMEOUT_SECS.to_string() value=input.timeout_secs.clone() placeholder="provider default"/>
                 </div>
-                <div class="field" class:has-error=move || json_error.get().is_some()>
-                    <label for="trial-arguments">"Arguments (JSON object)"</label>
-                    <textarea id="trial-arguments" name="arguments" rows="3" class="mono" spellcheck="false"
-                        on:input=check_json inner_html=textarea_html(&input.arguments)></textarea>
-                    {move || json_error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
-                </div>
-                <div class="actions">
-                    <button type="submit" class="button" disabled=pending data-testid="run">"Run"</button>
-                    {move || pending.get().then(|| view! {
-                        <span class="loading"><span class="spinner" aria-hidden="true"></span>" Running…"</span>
-                    })}
-                </div>
-            </form>
+            </div>
+            <div class="field">
+                <label for="trial-code">"Code"</label>
+                <textarea id="trial-code" name="code" rows="12" class="mono code" spellcheck="false" wrap="off"
+                    on:keydown=move |ev| code_keys(ev, released)
+                    inner_html=textarea_html(&input.code)></textarea>
+            </div>
+            <div class="field" class:has-error=move || json_error.get().is_some()>
+                <label for="trial-arguments">"Arguments (JSON object)"</label>
+                <textarea id="trial-arguments" name="arguments" rows="3" class="mono" spellcheck="false"
+                    on:input=check_json inner_html=textarea_html(&input.arguments)></textarea>
+                {move || json_error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
+            </div>
+            <div class="actions">
+                <button type="submit" class="button" formaction="/rpc/run_trial" id="trial-run"
+                    disabled=busy data-testid="run">"Run"</button>
+                {move || (pending.get() == Some(Pending::Run)).then(|| view! {
+                    <span class="loading" data-testid="trial-pending"><span class="spinner" aria-hidden="true"></span>
+                        " Running… " {move || format!("{} s", elapsed.get())}</span>
+                })}
+            </div>
             {result.map(|result| match result {
                 Ok(result) => view! { <ResultView result downloads/> }.into_any(),
                 Err(message) => view! { <p class="notice error" role="alert" data-testid="trial-error">{message}</p> }.into_any(),
@@ -93,29 +114,75 @@ pub fn TrialPanel(
     }
 }
 
-/// Tab in the code editor inserts four spaces instead of leaving the field.
-fn insert_spaces_on_tab(ev: leptos::ev::KeyboardEvent) {
+/// Counts the seconds of a pending run in `elapsed` (hydrated only).
+fn start_timer(pending: RwSignal<Option<Pending>>, elapsed: RwSignal<u32>) {
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if pending.get() == Some(Pending::Run) {
+            elapsed.set(0);
+            let _ = set_interval_with_handle(
+                move || elapsed.update(|s| *s += 1),
+                std::time::Duration::from_secs(1),
+            );
+        }
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (pending, elapsed);
+}
+
+/// The code box's keys: Ctrl/Cmd+Enter runs the trial; Esc releases the box, so the next
+/// Tab moves on; otherwise Tab inserts four spaces.
+fn code_keys(ev: leptos::ev::KeyboardEvent, released: RwSignal<bool>) {
     #[cfg(feature = "hydrate")]
     {
         use wasm_bindgen::JsCast;
-        if ev.key() != "Tab" || ev.shift_key() || ev.ctrl_key() || ev.alt_key() || ev.meta_key() {
+        let key = ev.key();
+        if key == "Enter" && (ev.ctrl_key() || ev.meta_key()) {
+            ev.prevent_default();
+            let document = document();
+            let run = document
+                .get_element_by_id("trial-run")
+                .and_then(|b| b.dyn_into::<web_sys::HtmlElement>().ok());
+            if let Some(run) = run {
+                // A click submits the form the way the button does (its formaction).
+                run.click();
+            }
             return;
         }
-        let Some(area) = ev
-            .target()
-            .and_then(|t| t.dyn_into::<web_sys::HtmlTextAreaElement>().ok())
-        else {
+        if key == "Escape" {
+            released.set(true);
             return;
-        };
-        ev.prevent_default();
-        let start = area.selection_start().ok().flatten().unwrap_or(0);
-        if area.set_range_text("    ").is_ok() {
-            let _ = area.set_selection_start(Some(start + 4));
-            let _ = area.set_selection_end(Some(start + 4));
         }
+        if key != "Tab" || ev.shift_key() || ev.ctrl_key() || ev.alt_key() || ev.meta_key() {
+            released.set(false);
+            return;
+        }
+        if released.get_untracked() {
+            released.set(false);
+            return;
+        }
+        insert_spaces_on_tab(ev);
     }
     #[cfg(not(feature = "hydrate"))]
-    let _ = ev;
+    let _ = (ev, released);
+}
+
+/// Tab in the code editor inserts four spaces instead of leaving the field.
+#[cfg(feature = "hydrate")]
+fn insert_spaces_on_tab(ev: leptos::ev::KeyboardEvent) {
+    use wasm_bindgen::JsCast;
+    let Some(area) = ev
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::HtmlTextAreaElement>().ok())
+    else {
+        return;
+    };
+    ev.prevent_default();
+    let start = area.selection_start().ok().flatten().unwrap_or(0);
+    if area.set_range_text("    ").is_ok() {
+        let _ = area.set_selection_start(Some(start + 4));
+        let _ = area.set_selection_end(Some(start + 4));
+    }
 }
 
 /// Image types a page may show inline; in an `<img>` even SVG runs no script.
@@ -129,26 +196,38 @@ const PREVIEWED: &[&str] = &[
 
 #[component]
 fn ResultView(result: ExecutionResult, downloads: Vec<String>) -> impl IntoView {
-    let status = result.status.id();
     let ok = result.status == ExecStatus::Success;
     let returned = result
         .result
         .present
         .then(|| serde_json::to_string_pretty(&result.result.value).unwrap_or_default());
+    let cut = result.status == ExecStatus::OutputLimit;
+    let empty_stdout = result.stdout.is_empty();
     view! {
         <div class="result" data-testid="trial-result">
             <p>
-                <span class=if ok { "badge success" } else { "badge failure" } data-testid="trial-status">{status}</span>
+                <span class=if ok { "badge success" } else { "badge failure" } data-testid="trial-status"
+                    data-status=result.status.id() title=result.status.hint()>{result.status.label()}</span>
                 " exit code " {result.exit_code.map_or("—".to_owned(), |c| c.to_string())}
                 " · " {result.wall_time_ms} " ms"
+                " · "
+                <span class="muted" data-testid="trial-status-hint">{result.status.hint()}</span>
             </p>
             {returned.map(|text| view! {
-                <h3>"Return value " <span class="muted">"(" {result.result.json_type.clone()} ")"</span></h3>
-                <pre class="output" data-testid="trial-return">{text}</pre>
+                <h3>"Return value " <span class="muted">"(" {result.result.json_type.clone()} ")"</span> <CopyButton target="trial-return"/></h3>
+                <pre class="output" id="trial-return" data-testid="trial-return">{text}</pre>
             })}
-            <h3>"stdout"</h3>
-            <pre class="output" data-testid="trial-stdout">{result.stdout}</pre>
-            {(!result.stderr.is_empty()).then(|| view! { <h3>"stderr"</h3><pre class="output error" data-testid="trial-stderr">{result.stderr.clone()}</pre> })}
+            <h3>"stdout " <CopyButton target="trial-stdout"/></h3>
+            {if empty_stdout {
+                view! { <p class="muted" data-testid="trial-stdout">"(nothing printed)"</p> }.into_any()
+            } else {
+                view! { <pre class="output" id="trial-stdout" data-testid="trial-stdout">{result.stdout}</pre> }.into_any()
+            }}
+            {cut.then(|| view! { <p class="cut-marker" data-testid="output-cut">"Output cut here: the run printed past its provider's output limit."</p> })}
+            {(!result.stderr.is_empty()).then(|| view! {
+                <h3>"stderr " <CopyButton target="trial-stderr"/></h3>
+                <pre class="output error" id="trial-stderr" data-testid="trial-stderr">{result.stderr.clone()}</pre>
+            })}
             {(!result.artifacts.is_empty()).then(|| view! {
                 <h3>"Artifacts"</h3>
                 <ul class="artifacts">
@@ -173,5 +252,33 @@ fn ResultView(result: ExecutionResult, downloads: Vec<String>) -> impl IntoView 
                 </ul>
             })}
         </div>
+    }
+}
+
+/// A button that copies the text of element `target` (shown once hydrated: without
+/// JavaScript there is nothing to copy with).
+#[component]
+pub fn CopyButton(target: &'static str) -> impl IntoView {
+    let hydrated = RwSignal::new(false);
+    let copied = RwSignal::new(false);
+    Effect::new(move |_| hydrated.set(true));
+    let copy = move |_| {
+        #[cfg(feature = "hydrate")]
+        {
+            let text = document()
+                .get_element_by_id(target)
+                .and_then(|e| e.text_content())
+                .unwrap_or_default();
+            let _ = window().navigator().clipboard().write_text(&text);
+            copied.set(true);
+        }
+    };
+    view! {
+        <Show when=move || hydrated.get()>
+            <button type="button" class="copy" on:click=copy data-testid=format!("copy-{target}")
+                aria-label=format!("Copy {}", target.trim_start_matches("trial-"))>
+                {move || if copied.get() { "Copied" } else { "Copy" }}
+            </button>
+        </Show>
     }
 }

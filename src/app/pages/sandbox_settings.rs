@@ -4,18 +4,21 @@ use leptos_router::hooks::use_query_map;
 
 use crate::{
     app::components::{
-        connection_report::ConnectionReportDialog, error_view::ErrorView,
-        provider_form::ProviderForm, trial_panel::TrialPanel,
+        connection_report::ConnectionReportDialog,
+        error_view::ErrorView,
+        provider_form::{Pending, ProviderForm},
+        setting_versions::SettingVersions,
+        trial_panel::{TrialPanel, TrialTarget},
     },
     model::{
         schema::FieldErrors,
         settings::{FlashOutcome, SandboxFlash, SandboxSettings, SaveOutcome},
     },
-    server_fns::sandbox::{get_sandbox_settings, page_url, take_sandbox_flash},
+    server_fns::sandbox::{get_sandbox_settings, history_url, page_url, take_sandbox_flash},
 };
 
-/// The sandbox-settings page: provider cards, the selected provider's form (from its schema),
-/// test connection, and a trial run.
+/// The sandbox-settings page: provider cards, the selected provider's form (from its schema)
+/// with its trial run, or its saved versions (the History tab).
 #[component]
 pub fn SandboxSettingsPage() -> impl IntoView {
     let settings = Resource::new(|| (), |_| get_sandbox_settings());
@@ -34,10 +37,51 @@ pub fn SandboxSettingsPage() -> impl IntoView {
                     let settings = settings.get()?;
                     let flash = flash.get()?;
                     let requested = query.with(|q| q.get("provider"));
-                    Some(settings.and_then(|s| flash.map(|f| view! { <Settings settings=s flash=f requested/> })))
+                    let history = query.with(|q| q.get("tab")).as_deref() == Some("history");
+                    Some(settings.and_then(|s| flash.map(|f| view! { <Settings settings=s flash=f requested history/> })))
                 }}
             </ErrorBoundary>
         </Transition>
+    }
+}
+
+/// A notice for the top of the page: its class (`success`, `error`, `info`) and text.
+type Notice = (&'static str, String);
+
+fn save_notice(outcome: &SaveOutcome, restored: Option<i64>) -> Notice {
+    match outcome {
+        SaveOutcome::Saved {
+            version, active, ..
+        } => {
+            let what = match restored {
+                Some(id) => format!("Restored version #{id} as version {version}."),
+                None => format!("Saved (version {version})."),
+            };
+            let live = if *active {
+                " New runs use these settings now."
+            } else {
+                ""
+            };
+            ("success", format!("{what}{live}"))
+        }
+        SaveOutcome::Invalid { .. } => (
+            "error",
+            "Nothing was saved: fix the marked fields.".to_owned(),
+        ),
+        SaveOutcome::Conflict { message } => ("error", message.clone()),
+        SaveOutcome::Unhealthy { health, active, .. } => {
+            let what = if restored.is_some() { "restored" } else { "saved" };
+            let why = if *active {
+                "it is the active provider, and with these settings it fails its health check, so every run would fail"
+            } else {
+                "it would become the active provider, and with these settings it fails its health check"
+            };
+            ("error", format!("Nothing was {what}: {why}. {}", health.message))
+        }
+        SaveOutcome::Kept { id } => (
+            "info",
+            format!("Kept as version #{id}, not applied: new runs still use the settings they used before. Restore it from History when it is ready."),
+        ),
     }
 }
 
@@ -46,6 +90,7 @@ fn Settings(
     settings: SandboxSettings,
     flash: Option<SandboxFlash>,
     requested: Option<String>,
+    history: bool,
 ) -> impl IntoView {
     let selected = requested
         .filter(|k| settings.providers.iter().any(|p| &p.info.kind == k))
@@ -62,83 +107,165 @@ fn Settings(
         .find(|p| p.info.kind == selected)
         .cloned();
     let mut errors = FieldErrors::new();
-    let mut notice = None;
+    let mut notice: Option<Notice> = None;
     let mut report = None;
     let mut trial = None;
+    let mut trial_input = None;
     let mut submitted = None;
+    let mut unhealthy = None;
+    let mut restore_again = None;
     if let Some(flash) = flash {
         let same = flash.kind == selected;
+        trial_input = flash.trial.clone();
+        let typed = (!flash.values.is_empty()).then_some(flash.values);
         match flash.outcome {
-            FlashOutcome::Save(outcome) if same => match outcome {
-                SaveOutcome::Saved { version, active } => {
-                    let live = if active {
-                        " New runs use these settings now."
-                    } else {
-                        ""
-                    };
-                    notice = Some(("success", format!("Saved (version {version}).{live}")));
+            FlashOutcome::Save(outcome) if same => {
+                notice = Some(save_notice(&outcome, None));
+                match outcome {
+                    SaveOutcome::Invalid { errors: e } => {
+                        errors = e;
+                        submitted = typed;
+                    }
+                    SaveOutcome::Unhealthy { make_active, active, .. } => {
+                        unhealthy = Some((active, make_active));
+                        submitted = typed;
+                    }
+                    SaveOutcome::Kept { .. } | SaveOutcome::Conflict { .. } => submitted = typed,
+                    SaveOutcome::Saved { .. } => {}
                 }
-                SaveOutcome::Invalid { errors: e } => {
-                    notice = Some((
-                        "error",
-                        "Nothing was saved: fix the marked fields.".to_owned(),
-                    ));
-                    errors = e;
-                    submitted = Some(flash.values);
+            }
+            FlashOutcome::Restore { id, outcome } if same => {
+                notice = Some(save_notice(&outcome, Some(id)));
+                if let SaveOutcome::Invalid { errors } = &outcome {
+                    let first = errors.values().next().cloned().unwrap_or_default();
+                    notice = Some(("error", format!("Version #{id} was not restored: {first}")));
                 }
-                SaveOutcome::Conflict { message } => notice = Some(("error", message)),
-            },
+                if matches!(outcome, SaveOutcome::Unhealthy { .. }) {
+                    restore_again = Some(id);
+                }
+            }
             FlashOutcome::Test(r) if same => {
                 errors = r.errors.clone();
-                submitted = Some(flash.values);
+                submitted = typed;
                 report = Some(r);
             }
             FlashOutcome::Trial {
                 input,
                 result,
                 downloads,
-            } => trial = Some((input, result, downloads)),
+            } if same => {
+                submitted = typed;
+                trial_input = Some(input);
+                trial = Some((result, downloads));
+            }
             _ => {}
         }
     }
-    let (trial_input, trial_result, downloads) =
-        trial.map_or((None, None, Vec::new()), |(i, r, d)| (Some(i), Some(r), d));
+    let (trial_result, downloads) = trial.map_or((None, Vec::new()), |(r, d)| (Some(r), d));
+    let pending = RwSignal::new(None::<Pending>);
+    let labels: Vec<(String, String)> = card
+        .as_ref()
+        .map(|c| c.schema.fields.iter().map(|f| (f.key.clone(), f.label.clone())).collect())
+        .unwrap_or_default();
+    let health = settings.active_health.clone();
     view! {
-        <div class="provider-cards" role="list">
+        <div class="notices" role="status" aria-live="polite" data-testid="notices">
+            {notice.map(|(class, text)| view! {
+                <p class=format!("notice {class}") tabindex="-1" autofocus=errors.is_empty() data-testid="save-notice">{text}</p>
+            })}
+        </div>
+        <ul class="provider-cards" aria-label="Providers">
             {settings.providers.iter().map(|p| {
                 let is_selected = p.info.kind == selected;
+                let configured = p.version.is_some() && !p.active;
                 view! {
-                    <a role="listitem" class="provider-card" class:selected=is_selected class:active=p.active
-                        href=page_url(&p.info.kind) data-testid=format!("provider-{}", p.info.kind)
-                        aria-current=is_selected.then_some("true")>
-                        <span class="name">{p.info.name.clone()}</span>
-                        {p.active.then(|| {
-                            let health = settings.active_health.clone();
-                            let (class, label) = if health.healthy { ("badge success", "Healthy") } else { ("badge failure", "Unhealthy") };
-                            view! {
-                                <span class="badges">
-                                    <span class="badge success">"Active"</span>
-                                    <span class=class title=health.message.clone() data-testid="health-badge">{label}</span>
-                                </span>
-                                <span class="health-message" data-testid="health-message">{health.message}</span>
-                                {settings.active_pool.map(|pool| view! {
-                                    <span class="pool" data-testid="pool-status">
-                                        {format!("Pool: {} busy of {}", pool.busy, pool.size)}
+                    <li>
+                        <a class="provider-card" class:selected=is_selected class:active=p.active
+                            href=page_url(&p.info.kind) data-testid=format!("provider-{}", p.info.kind)
+                            aria-current=is_selected.then_some("true")>
+                            <span class="name">{p.info.name.clone()}</span>
+                            {p.active.then(|| {
+                                let health = health.clone();
+                                let (class, label) = if health.healthy { ("badge success", "Healthy") } else { ("badge failure", "Unhealthy") };
+                                view! {
+                                    <span class="badges">
+                                        <span class="badge success">"Active"</span>
+                                        <span class=class title=health.message.clone() data-testid="health-badge">{label}</span>
                                     </span>
-                                })}
-                            }
-                        })}
-                        <span class="description">{p.info.description.clone()}</span>
-                        <span class="tags">{p.info.tags.iter().map(|t| view! { <span class="tag">{t.clone()}</span> }).collect_view()}</span>
-                    </a>
+                                    <span class="health-message" data-testid="health-message">{health.message}</span>
+                                    {settings.active_pool.map(|pool| view! {
+                                        <span class="pool" data-testid="pool-status">
+                                            {format!("Pool: {} busy of {}", pool.busy, pool.size)}
+                                        </span>
+                                    })}
+                                }
+                            })}
+                            {configured.then(|| view! { <span class="badges"><span class="badge neutral">"Configured"</span></span> })}
+                            <span class="description">{p.info.description.clone()}</span>
+                            <span class="tags">{p.info.tags.iter().map(|t| view! { <span class="tag">{t.clone()}</span> }).collect_view()}</span>
+                        </a>
+                    </li>
                 }
             }).collect_view()}
-        </div>
+        </ul>
         {card.map(|card| {
-            let values = submitted.unwrap_or_else(|| card.values.clone());
-            view! { <ProviderForm card values errors notice/> }
+            let kind = card.info.kind.clone();
+            let tabs = view! {
+                <nav class="tabs" aria-label=format!("{} settings", card.info.name)>
+                    <a href=page_url(&kind) aria-current=(!history).then_some("page") data-testid="tab-settings">"Settings"</a>
+                    <a href=history_url(&kind) aria-current=history.then_some("page") data-testid="tab-history">"History"</a>
+                </nav>
+            };
+            if history {
+                view! {
+                    {tabs}
+                    <SettingVersions kind=kind current=card.version restore_again/>
+                }.into_any()
+            } else {
+                let values = submitted.clone().unwrap_or_else(|| card.values.clone());
+                let target = TrialTarget {
+                    kind: kind.clone(),
+                    name: card.info.name.clone(),
+                    active: card.active,
+                    saved: card.version.is_some(),
+                };
+                view! {
+                    {tabs}
+                    <form method="post" action="/rpc/save_sandbox_settings" novalidate class="settings-form"
+                        data-testid="provider-form"
+                        on:submit=move |ev| {
+                            if pending.get_untracked().is_none() {
+                                pending.set(Some(submitter(&ev)));
+                            }
+                        }>
+                        // The form's default button, disabled: Enter in a field submits
+                        // nothing (it would otherwise save, and activate).
+                        <button type="submit" disabled hidden aria-hidden="true" tabindex="-1"></button>
+                        <ProviderForm card values errors unhealthy pending/>
+                        <TrialPanel target input=trial_input result=trial_result downloads pending/>
+                    </form>
+                }.into_any()
+            }
         })}
-        {report.map(|report| view! { <ConnectionReportDialog report close_href=page_url(&selected)/> })}
-        <TrialPanel input=trial_input result=trial_result downloads languages=settings.active_languages.clone()/>
+        {report.map(|report| view! { <ConnectionReportDialog report close_href=page_url(&selected) labels/> })}
     }
+}
+
+/// Which of the form's buttons sent it.
+fn submitter(ev: &leptos::ev::SubmitEvent) -> Pending {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let action = ev
+            .submitter()
+            .and_then(|s| s.dyn_into::<web_sys::HtmlButtonElement>().ok())
+            .map(|b| b.form_action())
+            .unwrap_or_default();
+        if action.ends_with("/rpc/run_trial") {
+            return Pending::Run;
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = ev;
+    Pending::Save
 }

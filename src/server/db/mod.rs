@@ -5,6 +5,7 @@ pub mod api_key;
 pub mod artifact;
 pub mod environment;
 pub mod execution;
+pub mod setting_version;
 pub mod settings_audit;
 pub mod system_setting;
 

@@ -87,6 +87,11 @@ pub(super) async fn probe(provider: &Arc<dyn SandboxProvider>) -> HealthReport {
 }
 
 impl SandboxService {
+    /// A health check of `provider` (built, not installed), within [`HEALTH_DEADLINE`].
+    pub(super) async fn health_of(&self, provider: &Arc<dyn SandboxProvider>) -> HealthReport {
+        probe(provider).await
+    }
+
     /// The stored versions the active provider depends on.
     pub(super) async fn fingerprint(&self) -> Result<Fingerprint, SettingError> {
         let Some(setting) = system_setting::get(&self.pool, super::PROVIDER_TYPE).await? else {

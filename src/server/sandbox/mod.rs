@@ -22,7 +22,7 @@ use serde_json::{json, Map, Value};
 use sqlx::SqlitePool;
 
 pub use active::HEALTH_DEADLINE;
-pub use stored::{DEFAULT_KIND, PROVIDER_TYPE};
+pub use stored::{Gate, DEFAULT_KIND, PROVIDER_TYPE};
 
 use crate::{
     model::{provider::ProviderInfo, schema::ConfigSchema},

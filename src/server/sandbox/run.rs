@@ -85,6 +85,61 @@ impl SandboxService {
         })
     }
 
+    /// Runs code on `kind` built from its saved settings (its defaults when never saved),
+    /// for a trial of a provider that is not the active one; the active one's runs are
+    /// [`SandboxService::execute`]'s. The provider is built for this run alone, not warmed,
+    /// and shut down after it; the run is recorded under `kind`.
+    pub async fn execute_saved(
+        self: &Arc<Self>,
+        kind: &str,
+        request: &ExecRequest,
+        caller: &Caller,
+    ) -> Result<Run, SandboxError> {
+        if self.active().is_some_and(|(active, _)| active == kind) {
+            return self.execute(request, caller).await;
+        }
+        request.check()?;
+        if self.runs.tracker.is_closed() {
+            return Err(SandboxError::ShuttingDown);
+        }
+        let schema = (self.registry.get(kind)?.schema)();
+        let stored = self
+            .stored_values(&self.pool, kind)
+            .await
+            .map_err(|e| SandboxError::Backend(format!("the saved settings cannot be read: {e}")))?;
+        let values = if stored.is_empty() {
+            schema.normalize(&serde_json::Map::new()).unwrap_or_default()
+        } else {
+            self.open_secrets(kind, stored)
+                .map_err(|e| SandboxError::Backend(format!("a saved secret cannot be opened: {e}")))?
+        };
+        let provider = self.registry.build(kind, &values)?;
+        if !provider.languages().contains(&request.language) {
+            provider.shutdown().await;
+            return Err(SandboxError::Unsupported(request.language));
+        }
+        let (service, request, caller, kind) =
+            (self.clone(), request.clone(), caller.clone(), kind.to_owned());
+        let task = self.runs.tracker.spawn(async move {
+            let deadline = provider.run_deadline(&request);
+            let run = tokio::time::timeout(deadline, run_once(provider.as_ref(), &request));
+            let outcome = tokio::select! {
+                biased;
+                () = service.runs.cancel.cancelled() => Err(SandboxError::ShuttingDown),
+                finished = run => finished.unwrap_or(Err(SandboxError::Timeout(deadline))),
+            };
+            provider.shutdown().await;
+            service.record(&caller, &kind, &request, &outcome).await;
+            outcome.map(|result| Run {
+                provider: kind,
+                result,
+            })
+        });
+        task.await.unwrap_or_else(|crashed| {
+            Err(SandboxError::Backend(format!("the run crashed: {crashed}")))
+        })
+    }
+
     async fn run_and_record(
         &self,
         request: &ExecRequest,

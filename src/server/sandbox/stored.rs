@@ -9,12 +9,13 @@ use sqlx::{SqliteExecutor, SqlitePool};
 use super::{secrets::NotMerged, SandboxService};
 use crate::{
     model::{
-        schema::{FieldErrors, FORM_ERROR},
-        settings::{ProviderCard, SandboxSettings, SaveOutcome},
+        schema::{FieldErrors, FieldKind, FORM_ERROR},
+        settings::{ProviderCard, SandboxSettings, SaveOutcome, SettingVersion, ValueChange},
     },
     sandbox::Error as SandboxError,
     server::db::{
         execution::Actor,
+        setting_version::{self, NewVersion},
         settings_audit,
         system_setting::{self, Expected, SettingError},
     },
@@ -28,11 +29,40 @@ pub(super) fn setting_name(kind: &str) -> String {
     format!("sandbox.{kind}")
 }
 
-/// Stores `value` under `name` unless something is stored already (a first start).
+/// Stores `value` under `name` unless something is stored already (a first start); a
+/// provider's seeded settings are its first version.
 pub(super) async fn seed(pool: &SqlitePool, name: &str, value: &Value) -> Result<(), SettingError> {
-    match system_setting::put(pool, name, value, "system", Expected::Absent).await {
-        Ok(_) | Err(SettingError::Conflict { .. }) => Ok(()),
-        Err(other) => Err(other),
+    let mut tx = pool.begin().await?;
+    let saved = match system_setting::put_in(&mut tx, name, value, "system", Expected::Absent).await {
+        Ok(saved) => saved,
+        Err(SettingError::Conflict { .. }) => return Ok(()),
+        Err(other) => return Err(other),
+    };
+    if let Some(kind) = name.strip_prefix("sandbox.").filter(|_| name != PROVIDER_TYPE) {
+        setting_version::insert(
+            &mut tx,
+            NewVersion {
+                setting: name,
+                provider: kind,
+                version: Some(saved.version),
+                value,
+                action: "save",
+                restored_from: None,
+                saved_by: "system",
+            },
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+fn conflict(current: i64) -> SaveOutcome {
+    SaveOutcome::Conflict {
+        message: format!(
+            "These settings were changed by someone else since you opened them (now version {current}). \
+             Reload the page to see their changes; nothing was saved."
+        ),
     }
 }
 
@@ -113,9 +143,11 @@ impl SandboxService {
     }
 
     /// Validates and saves a provider's settings; with `make_active`, also makes it the active
-    /// provider. Nothing is saved on any error: the setting, its audit rows and the active type
-    /// are written in one transaction. Saving the active provider rebuilds it. `expected` is
-    /// the version the form was opened at ([`Expected::Any`] for the API and the CLI).
+    /// provider. Nothing is saved on any error: the setting, its version row, its audit rows
+    /// and the active type are written in one transaction. Saving the active provider
+    /// rebuilds it. `expected` is the version the form was opened at ([`Expected::Any`] for
+    /// the API and the CLI). `gate` says what happens when the save would put a provider that
+    /// fails its health check in charge of every run.
     #[tracing::instrument(skip(self, values), fields(actor = %actor, kind = %kind))]
     pub async fn save(
         &self,
@@ -124,11 +156,11 @@ impl SandboxService {
         values: Map<String, Value>,
         expected: Expected,
         make_active: bool,
+        gate: Gate,
     ) -> Result<SaveOutcome, SettingError> {
-        let provider_kind = match self.registry.get(kind) {
-            Ok(k) => k,
-            Err(error) => return Ok(invalid(FORM_ERROR, error.to_string())),
-        };
+        if let Err(error) = self.registry.get(kind) {
+            return Ok(invalid(FORM_ERROR, error.to_string()));
+        }
         let values = match self.with_stored_secrets(kind, values).await {
             Ok(values) => values,
             Err(NotMerged::Invalid(errors)) => return Ok(SaveOutcome::Invalid { errors }),
@@ -137,6 +169,117 @@ impl SandboxService {
         let values = match self.open_secrets(kind, values) {
             Ok(values) => values,
             Err(error) => return Ok(invalid(FORM_ERROR, error.to_string())),
+        };
+        self.save_values(actor, kind, values, expected, make_active, gate, None)
+            .await
+    }
+
+    /// Makes the saved version `id` of `kind`'s settings the current one again, as a new
+    /// version (audited as a restore). It is checked as a save is: against today's schema,
+    /// and, when `kind` is the active provider, by its health check unless `gate` says
+    /// otherwise. `expected` is the version the page showed as current.
+    #[tracing::instrument(skip(self), fields(actor = %actor, kind = %kind))]
+    pub async fn restore(
+        &self,
+        actor: &Actor,
+        kind: &str,
+        id: i64,
+        expected: Expected,
+        gate: Gate,
+    ) -> Result<SaveOutcome, SettingError> {
+        let stored = setting_version::get(&self.pool, id).await?;
+        let Some(stored) = stored.filter(|v| v.provider == kind) else {
+            return Ok(invalid(
+                FORM_ERROR,
+                format!("{kind} has no saved version #{id}; nothing was restored."),
+            ));
+        };
+        let values = stored.value.as_object().cloned().unwrap_or_default();
+        let values = match self.open_secrets(kind, values) {
+            Ok(values) => values,
+            Err(error) => {
+                return Ok(invalid(
+                    FORM_ERROR,
+                    format!("Version #{id}'s secrets cannot be opened ({error}); nothing was restored."),
+                ))
+            }
+        };
+        self.save_values(actor, kind, values, expected, false, gate, Some(id))
+            .await
+    }
+
+    /// The newest saved versions of `kind`'s settings, newest first, each with what changed
+    /// from the one before it (secret values never: only that they changed).
+    pub async fn versions(&self, kind: &str) -> Result<Vec<SettingVersion>, SettingError> {
+        const SHOWN: i64 = 50;
+        let Some(schema) = self.schema_of(kind) else {
+            return Ok(Vec::new());
+        };
+        let name = setting_name(kind);
+        let current = system_setting::get(&self.pool, &name)
+            .await?
+            .map(|s| s.version);
+        let rows = setting_version::list(&self.pool, &name, SHOWN + 1).await?;
+        let empty = Map::new();
+        Ok(rows
+            .iter()
+            .enumerate()
+            .take(SHOWN as usize)
+            .map(|(n, row)| {
+                let after = row.value.as_object().unwrap_or(&empty);
+                let before = rows.get(n + 1).and_then(|r| r.value.as_object());
+                let changes = before.map_or_else(Vec::new, |before| {
+                    schema
+                        .fields
+                        .iter()
+                        .filter(|f| before.get(&f.key) != after.get(&f.key))
+                        .map(|f| {
+                            let secret = f.kind == FieldKind::Secret;
+                            let shown = |v: Option<&Value>| match v {
+                                _ if secret => None,
+                                None | Some(Value::Null) => None,
+                                Some(Value::String(s)) => Some(s.clone()),
+                                Some(other) => Some(other.to_string()),
+                            };
+                            ValueChange {
+                                key: f.key.clone(),
+                                label: f.label.clone(),
+                                before: shown(before.get(&f.key)),
+                                after: shown(after.get(&f.key)),
+                                secret,
+                            }
+                        })
+                        .collect()
+                });
+                SettingVersion {
+                    id: row.id,
+                    version: row.version,
+                    current: row.version.is_some() && row.version == current,
+                    action: row.action.clone(),
+                    restored_from: row.restored_from,
+                    saved_by: row.saved_by.clone(),
+                    saved_at: row.saved_at.clone(),
+                    first: before.is_none() && n + 1 >= rows.len(),
+                    changes,
+                }
+            })
+            .collect())
+    }
+
+    /// The common end of a save and a restore: `values` are complete (secrets open).
+    #[allow(clippy::too_many_arguments)]
+    async fn save_values(
+        &self,
+        actor: &Actor,
+        kind: &str,
+        values: Map<String, Value>,
+        expected: Expected,
+        make_active: bool,
+        gate: Gate,
+        restored_from: Option<i64>,
+    ) -> Result<SaveOutcome, SettingError> {
+        let Ok(provider_kind) = self.registry.get(kind) else {
+            return Ok(invalid(FORM_ERROR, format!("unknown provider {kind:?}")));
         };
         let provider = match self.registry.build(kind, &values) {
             Ok(provider) => provider,
@@ -147,43 +290,82 @@ impl SandboxService {
         };
         let normalized = match (provider_kind.schema)().normalize(&values) {
             Ok(normalized) => normalized,
-            Err(errors) => return Ok(SaveOutcome::Invalid { errors }),
+            Err(errors) => {
+                provider.shutdown().await;
+                return Ok(SaveOutcome::Invalid { errors });
+            }
         };
         let name = setting_name(kind);
+        // A stale form loses before any health check (the write checks again, atomically).
+        if let Expected::Version(version) = expected {
+            let current = system_setting::get(&self.pool, &name).await?.map_or(0, |s| s.version);
+            if current != version {
+                provider.shutdown().await;
+                return Ok(conflict(current));
+            }
+        }
+        let is_active = self.stored_active_kind().await?.as_deref() == Some(kind);
+        let goes_live = is_active || make_active;
+        let mut apply = Apply::Write { make_active };
+        match gate {
+            Gate::HealthyOnly if goes_live => {
+                // Outside the swap lock: a health check may take its whole deadline.
+                let health = self.health_of(&provider).await;
+                if !health.healthy {
+                    provider.shutdown().await;
+                    return Ok(SaveOutcome::Unhealthy {
+                        health,
+                        active: is_active,
+                        make_active,
+                    });
+                }
+            }
+            Gate::Inactive if is_active => apply = Apply::KeepOnly,
+            Gate::Inactive => apply = Apply::Write { make_active: false },
+            _ => {}
+        }
         // From here to the rebuild, one save at a time: concurrent saves otherwise leave the
         // running provider built from an older version than the stored one.
         let _swap = self.swap.lock().await;
         let written = self
-            .write(actor, kind, &name, &normalized, expected, make_active)
+            .write(actor, kind, &name, &normalized, expected, apply, restored_from)
             .await;
-        let (version, active) = match written {
+        let written = match written {
             Ok(written) => written,
             Err(SettingError::Conflict { current, .. }) => {
                 provider.shutdown().await;
-                return Ok(SaveOutcome::Conflict {
-                    message: format!(
-                        "These settings were changed by someone else since you opened them (now version {current}). \
-                         Reload the page to see their changes; nothing was saved."
-                    ),
-                });
+                return Ok(conflict(current));
             }
             Err(other) => {
                 provider.shutdown().await;
                 return Err(other);
             }
         };
-        if active {
-            self.install(kind, provider).await?;
-        } else {
-            // Built only to validate: release whatever it opened.
-            provider.shutdown().await;
+        match written {
+            Written::Kept { id } => {
+                provider.shutdown().await;
+                Ok(SaveOutcome::Kept { id })
+            }
+            Written::Saved { version, active } => {
+                if active {
+                    self.install(kind, provider).await?;
+                } else {
+                    // Built only to validate: release whatever it opened.
+                    provider.shutdown().await;
+                }
+                Ok(SaveOutcome::Saved {
+                    version,
+                    active,
+                    restored_from,
+                })
+            }
         }
-        Ok(SaveOutcome::Saved { version, active })
     }
 
-    /// The writes of one save, in one transaction: the setting, its audit row, and the
-    /// active type with its own audit row when it changes. Returns the new version and
-    /// whether the saved provider is (now) the active one.
+    /// The writes of one save, in one transaction: the setting, its version row and audit
+    /// row, and the active type with its own audit row when it changes; or, for a version
+    /// kept without being applied, only its version and audit rows.
+    #[allow(clippy::too_many_arguments)]
     async fn write(
         &self,
         actor: &Actor,
@@ -191,8 +373,9 @@ impl SandboxService {
         name: &str,
         normalized: &Map<String, Value>,
         expected: Expected,
-        make_active: bool,
-    ) -> Result<(i64, bool), SettingError> {
+        apply: Apply,
+        restored_from: Option<i64>,
+    ) -> Result<Written, SettingError> {
         // IMMEDIATE: it reads before it writes, and a read transaction that must become a
         // write one fails at once (SQLITE_BUSY) when another writer (a history row) went first.
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
@@ -200,7 +383,6 @@ impl SandboxService {
         let before = self.open_secrets(kind, stored.clone()).unwrap_or(stored);
         let sealed = Value::Object(self.seal_secrets(kind, normalized.clone()));
         let actor = actor.as_str();
-        let saved = system_setting::put_in(&mut tx, name, &sealed, actor, expected).await?;
         let changed: Vec<String> = before
             .keys()
             .chain(normalized.keys())
@@ -209,7 +391,49 @@ impl SandboxService {
             .filter(|key| before.get(*key) != normalized.get(*key))
             .cloned()
             .collect();
-        settings_audit::record(&mut *tx, actor, name, Some(kind), "save", &changed).await?;
+        let Apply::Write { make_active } = apply else {
+            if let Expected::Version(version) = expected {
+                let current = system_setting::get(&mut *tx, name).await?.map_or(0, |s| s.version);
+                if current != version {
+                    return Err(SettingError::Conflict {
+                        name: name.to_owned(),
+                        current,
+                    });
+                }
+            }
+            let id = setting_version::insert(
+                &mut tx,
+                NewVersion {
+                    setting: name,
+                    provider: kind,
+                    version: None,
+                    value: &sealed,
+                    action: "kept",
+                    restored_from,
+                    saved_by: actor,
+                },
+            )
+            .await?;
+            settings_audit::record(&mut *tx, actor, name, Some(kind), "keep", &changed).await?;
+            tx.commit().await?;
+            return Ok(Written::Kept { id });
+        };
+        let saved = system_setting::put_in(&mut tx, name, &sealed, actor, expected).await?;
+        setting_version::insert(
+            &mut tx,
+            NewVersion {
+                setting: name,
+                provider: kind,
+                version: Some(saved.version),
+                value: &sealed,
+                action: if restored_from.is_some() { "restore" } else { "save" },
+                restored_from,
+                saved_by: actor,
+            },
+        )
+        .await?;
+        let action = if restored_from.is_some() { "restore" } else { "save" };
+        settings_audit::record(&mut *tx, actor, name, Some(kind), action, &changed).await?;
         let current_type = active_kind_in(&mut *tx).await?;
         let becomes_active = make_active && current_type.as_deref() != Some(kind);
         if becomes_active {
@@ -220,11 +444,35 @@ impl SandboxService {
         }
         tx.commit().await?;
         // The running provider always comes from the stored type, so the stored type decides.
-        Ok((
-            saved.version,
-            becomes_active || current_type.as_deref() == Some(kind),
-        ))
+        Ok(Written::Saved {
+            version: saved.version,
+            active: becomes_active || current_type.as_deref() == Some(kind),
+        })
     }
+}
+
+/// What a save does when it would put a provider that fails its health check in charge of
+/// every run (saving the active provider, or making one active).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gate {
+    /// Nothing is saved: the outcome carries the health report (the console's forms).
+    HealthyOnly,
+    /// Saved and applied, healthy or not (the APIs, the CLI, "Activate anyway").
+    Anyway,
+    /// Saved without going live ("Save anyway (inactive)"): an inactive provider stays
+    /// inactive; the active provider's new values are kept as a version, not applied.
+    Inactive,
+}
+
+#[derive(Clone, Copy)]
+enum Apply {
+    Write { make_active: bool },
+    KeepOnly,
+}
+
+enum Written {
+    Saved { version: i64, active: bool },
+    Kept { id: i64 },
 }
 
 async fn active_kind_in(db: impl SqliteExecutor<'_>) -> Result<Option<String>, SettingError> {

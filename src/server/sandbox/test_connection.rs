@@ -71,6 +71,7 @@ impl SandboxService {
         let mut report = ConnectionReport {
             passed: false,
             message: String::new(),
+            detail: None,
             health: None,
             exit_code: None,
             execution_time_ms: None,
@@ -206,5 +207,10 @@ pub(super) fn without_userinfo(text: String) -> String {
 
 fn finish(mut report: ConnectionReport, started: Instant) -> ConnectionReport {
     report.latency_ms = started.elapsed().as_millis() as u64;
+    if !report.passed {
+        if let Some(sentence) = crate::model::explain::network_failure(&report.message) {
+            report.detail = Some(std::mem::replace(&mut report.message, sentence));
+        }
+    }
     report
 }

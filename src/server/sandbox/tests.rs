@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 
-use super::{test_connection::without_userinfo, SandboxService};
+use super::{test_connection::without_userinfo, Gate, SandboxService};
 use crate::{
     model::{
         execution::{ExecRequest, ExecutionResult, Language},
@@ -153,6 +153,7 @@ async fn save_vault(
             values,
             expected,
             make_active,
+            Gate::Anyway,
         )
         .await
 }
@@ -205,7 +206,8 @@ async fn a_save_whose_audit_row_cannot_be_written_saves_nothing() {
         again,
         SaveOutcome::Saved {
             version: 2,
-            active: true
+            active: true,
+            restored_from: None
         },
         "the same save goes through once the audit can be written"
     );
@@ -237,7 +239,8 @@ async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
         first,
         SaveOutcome::Saved {
             version: 1,
-            active: true
+            active: true,
+            restored_from: None
         }
     );
     assert!(
@@ -264,7 +267,8 @@ async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
         second,
         SaveOutcome::Saved {
             version: 2,
-            active: true
+            active: true,
+            restored_from: None
         }
     );
     assert!(

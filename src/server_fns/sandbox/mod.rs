@@ -1,12 +1,14 @@
 //! Server functions of the sandbox-settings page: read, save, test connection, trial run.
 
 mod get_settings;
+mod restore;
 mod run_trial;
 mod save;
 mod take_flash;
 mod test_connection;
 
 pub use get_settings::*;
+pub use restore::*;
 pub use run_trial::*;
 pub use save::*;
 pub use take_flash::*;
@@ -22,12 +24,29 @@ fn form_values(
         .collect()
 }
 
+/// The trial form's fields, when a post carried them.
+#[cfg(feature = "ssr")]
+fn trial_input(
+    language: String,
+    code: String,
+    arguments: String,
+    timeout_secs: String,
+) -> Option<crate::model::settings::TrialInput> {
+    (!language.is_empty() || !code.is_empty()).then_some(crate::model::settings::TrialInput {
+        language,
+        code,
+        arguments,
+        timeout_secs,
+    })
+}
+
 /// For a plain form post: keeps the outcome (and the typed values, secrets removed) for the
 /// next page view and redirects back to `kind`'s form. Does nothing for enhanced calls.
 #[cfg(feature = "ssr")]
 async fn flash_form_outcome(
     kind: &str,
     values: serde_json::Map<String, serde_json::Value>,
+    trial: Option<crate::model::settings::TrialInput>,
     outcome: crate::model::settings::FlashOutcome,
 ) -> Result<(), crate::server_fns::error::AppError> {
     use crate::server_fns::guard::{flash_to, plain_form};
@@ -40,6 +59,7 @@ async fn flash_form_outcome(
     let flash = crate::model::settings::SandboxFlash {
         kind: kind.to_owned(),
         values,
+        trial,
         outcome,
     };
     flash_to(&flash, &page_url(kind)).await
@@ -52,6 +72,11 @@ pub fn page_url(kind: &str) -> String {
     } else {
         format!("{PAGE}?provider={kind}")
     }
+}
+
+/// The sandbox-settings page, showing `kind`'s saved versions.
+pub fn history_url(kind: &str) -> String {
+    format!("{PAGE}?provider={kind}&tab=history")
 }
 
 /// Where the sandbox-settings page lives.

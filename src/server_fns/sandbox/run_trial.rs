@@ -2,14 +2,18 @@ use leptos::prelude::*;
 
 use crate::{model::execution::ExecutionResult, server_fns::error::AppError};
 
-/// Runs code through the active provider: `arguments` is a JSON object (blank means `{}`),
-/// `timeout_secs` is optional (the provider's own limit still applies).
+/// Runs code on provider `kind` (blank: the active one): the active provider as it runs,
+/// another one built from its saved settings for this run. `arguments` is a JSON object
+/// (blank means `{}`), `timeout_secs` is optional (the provider's own limit still applies).
+/// `values` are the settings form's unsaved values, posted with it and shown again.
 #[server(prefix = "/rpc", endpoint = "run_trial")]
 pub async fn run_trial(
     language: String,
     code: String,
     #[server(default)] arguments: String,
     #[server(default)] timeout_secs: String,
+    #[server(default)] kind: String,
+    #[server(default)] values: std::collections::HashMap<String, String>,
 ) -> Result<ExecutionResult, AppError> {
     use crate::{
         model::settings::{FlashOutcome, SandboxFlash, TrialInput},
@@ -23,14 +27,17 @@ pub async fn run_trial(
         arguments,
         timeout_secs,
     };
-    let result = run(&input, &admin.username).await;
-    if plain_form() {
-        let state = expect_context::<crate::server::state::AppState>();
-        let kind = state
+    let state = expect_context::<crate::server::state::AppState>();
+    let kind = match kind.trim() {
+        "" => state
             .sandbox
             .active()
             .map(|(kind, _)| kind)
-            .unwrap_or_default();
+            .unwrap_or_default(),
+        kind => kind.to_owned(),
+    };
+    let result = run(&input, &kind, &admin.username).await;
+    if plain_form() {
         let artifacts = result
             .as_ref()
             .map(|r| r.artifacts.as_slice())
@@ -46,9 +53,11 @@ pub async fn run_trial(
             result: result.clone().map_err(|e| e.to_string()),
             downloads,
         };
+        let values = state.sandbox.without_secrets(&kind, super::form_values(values));
         let flash = SandboxFlash {
             kind: kind.clone(),
-            values: Default::default(),
+            values,
+            trial: None,
             outcome,
         };
         flash_to(&flash, &format!("{}#trial", super::page_url(&kind))).await?;
@@ -61,6 +70,7 @@ pub async fn run_trial(
 #[cfg(feature = "ssr")]
 async fn run(
     input: &crate::model::settings::TrialInput,
+    kind: &str,
     admin: &str,
 ) -> Result<ExecutionResult, AppError> {
     use crate::{
@@ -108,10 +118,11 @@ async fn run(
             other => other.to_string(),
         })
     })?;
-    state
-        .sandbox
-        .execute(&request, &Caller::admin(admin, Source::Trial))
-        .await
+    let caller = Caller::admin(admin, Source::Trial);
+    match kind {
+        "" => state.sandbox.execute(&request, &caller).await,
+        kind => state.sandbox.execute_saved(kind, &request, &caller).await,
+    }
         .map(|run| run.into_shown())
         .map_err(|e| AppError::Provider(e.to_string()))
 }

@@ -9,10 +9,15 @@ use crate::{model::settings::ConnectionReport, server_fns::error::AppError};
 pub async fn test_sandbox_connection(
     kind: String,
     #[server(default)] values: HashMap<String, String>,
+    #[server(default)] language: String,
+    #[server(default)] code: String,
+    #[server(default)] arguments: String,
+    #[server(default)] timeout_secs: String,
 ) -> Result<ConnectionReport, AppError> {
     use crate::{model::settings::FlashOutcome, server_fns::guard::internal};
 
     let admin = crate::server_fns::require_admin().await?;
+    let trial = super::trial_input(language, code, arguments, timeout_secs);
     let state = expect_context::<crate::server::state::AppState>();
     let values = super::form_values(values);
     let report = state
@@ -27,6 +32,6 @@ pub async fn test_sandbox_connection(
         )
         .await
         .map_err(internal)?;
-    super::flash_form_outcome(&kind, values, FlashOutcome::Test(report.clone())).await?;
+    super::flash_form_outcome(&kind, values, trial, FlashOutcome::Test(report.clone())).await?;
     Ok(report)
 }

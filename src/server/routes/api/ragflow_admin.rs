@@ -305,7 +305,7 @@ pub const REPLACED: &str = "Sandbox configuration updated successfully. The conf
 #[utoipa::path(post, path = "/api/v1/admin/sandbox/config", tag = "ragflow-admin",
     security(("api_key" = ["admin"])),
     request_body(content = Object, description = "`{provider_type, config, set_active}`"),
-    responses((status = 200, description = "`Sandbox configuration updated successfully`; `data`: `{provider_type, config}`"),
+    responses((status = 200, description = "`Sandbox configuration updated successfully`; `data`: `{provider_type, config, active, health}`: `health` (`{healthy, message}`) is the provider's health check when it is the active one, else null"),
               (status = 400, description = "RAGFlow's error envelope: `provider_type is required`, `Unknown provider type: <x>`, `Provider validation failed: ...`")))]
 #[tracing::instrument(name = "POST /api/v1/admin/sandbox/config", skip_all)]
 pub async fn set_config(
@@ -322,7 +322,9 @@ pub async fn set_config(
         Some(_) => return Err(failure("set_active must be true or false", 400)),
     };
     nothing_else(&body, "provider_type, config and set_active")?;
-    let saved = match state
+    // RAGFlow's semantics: the config is saved (and made active when asked) whatever its
+    // health; the answer says how the provider that now runs code is doing.
+    let outcome = state
         .sandbox
         .save(
             &actor,
@@ -330,10 +332,11 @@ pub async fn set_config(
             config,
             crate::server::db::system_setting::Expected::Any,
             set_active,
+            crate::server::sandbox::Gate::Anyway,
         )
-        .await
-    {
-        Ok(SaveOutcome::Saved { .. }) => state.sandbox.public_config(&kind).await,
+        .await;
+    let active = match outcome {
+        Ok(SaveOutcome::Saved { active, .. }) => active,
         Ok(SaveOutcome::Invalid { errors }) => {
             return Err(failure(
                 format!("Provider validation failed: {}", describe(&errors)),
@@ -341,11 +344,28 @@ pub async fn set_config(
             ))
         }
         Ok(SaveOutcome::Conflict { message }) => return Err(failure(message, 400)),
-        Err(error) => Err(error),
+        Ok(SaveOutcome::Unhealthy { health, .. }) => {
+            return Err(failure(
+                format!("Provider health check failed: {}", health.message),
+                400,
+            ))
+        }
+        Ok(SaveOutcome::Kept { .. }) => false,
+        Err(error) => return Err(internal("Failed to set sandbox config", error)),
     };
-    let config = saved.map_err(|error| internal("Failed to set sandbox config", error))?;
+    let config = state
+        .sandbox
+        .public_config(&kind)
+        .await
+        .map_err(|error| internal("Failed to set sandbox config", error))?;
+    let health = if active {
+        let report = state.sandbox.active_health().await;
+        json!({ "healthy": report.healthy, "message": report.message })
+    } else {
+        Value::Null
+    };
     Ok(success(
-        json!({ "provider_type": kind, "config": config }),
+        json!({ "provider_type": kind, "config": config, "active": active, "health": health }),
         REPLACED,
     ))
 }

@@ -1,0 +1,117 @@
+use leptos::prelude::*;
+
+use crate::{
+    app::format::utc_time,
+    model::settings::SettingVersion,
+    server_fns::sandbox::get_setting_versions,
+};
+
+/// A provider's saved versions, newest first: who saved each and when, what changed from the
+/// one before (secrets only as "changed"), and Restore for every one that is not current.
+/// `current` is the version stored now (sent with a restore, so a restore loses to a save
+/// made in between). `restore_again` offers "Restore anyway" for a version whose restore
+/// the health check refused.
+#[component]
+pub fn SettingVersions(
+    kind: String,
+    current: Option<i64>,
+    restore_again: Option<i64>,
+) -> impl IntoView {
+    let versions = Resource::new(
+        {
+            let kind = kind.clone();
+            move || kind.clone()
+        },
+        get_setting_versions,
+    );
+    view! {
+        <section class="card versions" data-testid="versions" aria-labelledby="versions-title">
+            <h2 id="versions-title">"Saved versions"</h2>
+            <p class="muted">"Every save is kept. Restore makes an old version current again, as a new version; for the active provider it must pass the health check first."</p>
+            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || {
+                    let kind = kind.clone();
+                    versions.get().map(|list| match list {
+                        Err(e) => view! { <p class="notice error">{e.to_string()}</p> }.into_any(),
+                        Ok(list) if list.is_empty() => view! { <p class="muted">"Nothing saved yet."</p> }.into_any(),
+                        Ok(list) => view! {
+                            <div class="table-wrap">
+                                <table class="table">
+                                    <thead><tr><th>"#"</th><th>"Saved (UTC)"</th><th>"By"</th><th>"What"</th><th>"Changes"</th><th></th></tr></thead>
+                                    <tbody>
+                                        {list.into_iter().map(|v| view! { <VersionRow version=v kind=kind.clone() current restore_again/> }).collect_view()}
+                                    </tbody>
+                                </table>
+                            </div>
+                        }.into_any(),
+                    })
+                }}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn VersionRow(
+    version: SettingVersion,
+    kind: String,
+    current: Option<i64>,
+    restore_again: Option<i64>,
+) -> impl IntoView {
+    let what = match (version.action.as_str(), version.version, version.restored_from) {
+        ("restore", Some(v), Some(from)) => format!("version {v}, restored from #{from}"),
+        ("kept", _, _) => "kept, not applied".to_owned(),
+        (_, Some(v), _) => format!("version {v}"),
+        _ => version.action.clone(),
+    };
+    let changes = if version.first {
+        view! { <span class="muted">"first version kept"</span> }.into_any()
+    } else if version.changes.is_empty() {
+        view! { <span class="muted">"no change"</span> }.into_any()
+    } else {
+        view! {
+            <ul class="changes">
+                {version.changes.into_iter().map(|c| {
+                    let text = if c.secret {
+                        format!("{}: changed", c.label)
+                    } else {
+                        format!(
+                            "{}: {} → {}",
+                            c.label,
+                            c.before.unwrap_or_else(|| "(none)".into()),
+                            c.after.unwrap_or_else(|| "(none)".into())
+                        )
+                    };
+                    view! { <li>{text}</li> }
+                }).collect_view()}
+            </ul>
+        }.into_any()
+    };
+    let id = version.id;
+    let again = restore_again == Some(id);
+    view! {
+        <tr data-testid="version" data-id=id.to_string() class:current=version.current>
+            <td>{format!("#{id}")}</td>
+            <td class="nowrap">{utc_time(&version.saved_at)}</td>
+            <td>{version.saved_by.clone().unwrap_or_default()}</td>
+            <td>{what} {version.current.then(|| view! { " " <span class="badge success">"current"</span> })}</td>
+            <td>{changes}</td>
+            <td>
+                {(!version.current).then(|| view! {
+                    <form method="post" action="/rpc/restore_sandbox_settings" class="inline">
+                        <input type="hidden" name="kind" value=kind.clone()/>
+                        <input type="hidden" name="id" value=id.to_string()/>
+                        <input type="hidden" name="expected_version" value=current.map(|v| v.to_string()).unwrap_or_default()/>
+                        {if again {
+                            view! {
+                                <button type="submit" class="button danger" name="anyway" value="activate" data-testid="restore-anyway">"Restore anyway"</button>
+                            }.into_any()
+                        } else {
+                            view! { <button type="submit" class="button ghost" data-testid="restore">"Restore"</button> }.into_any()
+                        }}
+                    </form>
+                })}
+            </td>
+        </tr>
+    }
+}
