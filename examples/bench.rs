@@ -324,7 +324,14 @@ async fn main() -> anyhow::Result<()> {
         async move {
             let saved = state
                 .sandbox
-                .save(&Actor::admin("bench"), kind, values, Expected::Any, true, sandbox_console::server::sandbox::Gate::Anyway)
+                .save(
+                    &Actor::admin("bench"),
+                    kind,
+                    values,
+                    Expected::Any,
+                    true,
+                    sandbox_console::server::sandbox::Gate::Anyway,
+                )
                 .await?;
             anyhow::ensure!(
                 matches!(saved, SaveOutcome::Saved { active: true, .. }),

@@ -63,7 +63,7 @@ test('an admin allows a host, tests the list, and a trial run fetches from it', 
   await page.locator('#trial-code').fill(
     `import urllib.request\ndef main(**args):\n    return urllib.request.urlopen('http://files.test:${port}/', timeout=10).read().decode()\n`);
   await page.getByTestId('run').click();
-  await expect(page.getByTestId('trial-status')).toHaveText('success', { timeout: 30_000 });
+  await expect(page.getByTestId('trial-status')).toHaveAttribute('data-status', 'success', { timeout: 30_000 });
   await expect(page.getByTestId('trial-return')).toContainText('hello from files.test');
 
   await page.locator('#trial-code').fill(

@@ -62,7 +62,7 @@ test('an admin builds an environment and runs pandas and a chart on it', async (
   await page.locator('#trial-code').fill('import pandas as pd\ndef main():\n    return int(pd.DataFrame({"a": [1, 2]}).a.sum())\n');
   await page.locator('#trial-arguments').fill('{}');
   await page.getByTestId('run').click();
-  await expect(page.getByTestId('trial-status')).toHaveText('success', { timeout: 30_000 });
+  await expect(page.getByTestId('trial-status')).toHaveAttribute('data-status', 'success', { timeout: 30_000 });
   await expect(page.getByTestId('trial-return')).toHaveText('3');
 
   // A figure still open when main() returns comes back as a PNG and shows in the panel.
@@ -70,7 +70,7 @@ test('an admin builds an environment and runs pandas and a chart on it', async (
     'import matplotlib.pyplot as plt\ndef main():\n    plt.bar(["a", "b"], [1, 3])\n    plt.title("sales")\n    return "drawn"\n',
   );
   await page.getByTestId('run').click();
-  await expect(page.getByTestId('trial-status')).toHaveText('success', { timeout: 30_000 });
+  await expect(page.getByTestId('trial-status')).toHaveAttribute('data-status', 'success', { timeout: 30_000 });
   const chart = page.getByTestId('artifact').locator('img');
   await expect(chart).toHaveAttribute('alt', 'figure-1.png');
   await expect(chart).toBeVisible();

@@ -12,9 +12,9 @@ test('a trial run appears in the history, with its detail and an export', async 
   await page.locator('#trial-code').fill(`def main():\n    print("${marker}")\n    return 1\n`);
   await page.locator('#trial-arguments').fill('{}');
   await page.getByTestId('run').click();
-  await expect(page.getByTestId('trial-status')).toHaveText('success');
+  await expect(page.getByTestId('trial-status')).toHaveAttribute('data-status', 'success');
 
-  await page.getByRole('link', { name: 'History' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'History' }).click();
   await expect(page).toHaveURL(/\/admin\/history$/);
   await expectInteractive(page, javaScriptEnabled);
   const newest = page.getByTestId('history-row').first();

@@ -22,6 +22,9 @@ pub struct Dashboard {
     pub pool: Option<PoolState>,
     /// Runs in the last hour by status, most frequent first.
     pub last_hour: Vec<(String, i64)>,
+    /// Where the last hour starts (UTC, to the minute), for links into the history.
+    #[serde(default)]
+    pub last_hour_from: String,
     /// One entry per bucket of the window, oldest first.
     pub latency: Vec<LatencyBucket>,
     /// The latest runs that did not succeed.
@@ -55,6 +58,15 @@ pub struct PlotGeometry {
     /// The value at the top of the plot, in ms (0 when there is nothing to draw).
     pub top_ms: u64,
     pub points: Vec<(f64, f64, f64)>,
+}
+
+/// A duration for an axis or a tooltip, in the unit that fits: `840 ms`, `2.0 s`.
+pub fn duration_label(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
 }
 
 pub fn plot(buckets: &[LatencyBucket], width: f64, height: f64) -> PlotGeometry {
@@ -91,6 +103,14 @@ pub fn plot(buckets: &[LatencyBucket], width: f64, height: f64) -> PlotGeometry 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_scale_their_unit() {
+        assert_eq!(duration_label(8), "8 ms");
+        assert_eq!(duration_label(999), "999 ms");
+        assert_eq!(duration_label(2008), "2.0 s");
+        assert_eq!(duration_label(30_000), "30.0 s");
+    }
 
     #[test]
     fn percentiles_use_the_nearest_rank() {

@@ -173,10 +173,18 @@ impl ExecStatus {
             ExecStatus::Success => "The code ran to the end.",
             ExecStatus::ProgramError => "The code raised an error or exited with a non-zero code.",
             ExecStatus::Timeout => "The code ran past its time limit and was stopped.",
-            ExecStatus::MemoryLimit => "The code used more memory than the provider allows and was stopped.",
-            ExecStatus::OutputLimit => "The code printed more than the output limit; the output was cut.",
-            ExecStatus::ProcessLimit => "The code started more processes or threads than the provider allows.",
-            ExecStatus::EgressLimit => "The code moved more bytes over the network than the provider allows.",
+            ExecStatus::MemoryLimit => {
+                "The code used more memory than the provider allows and was stopped."
+            }
+            ExecStatus::OutputLimit => {
+                "The code printed more than the output limit; the output was cut."
+            }
+            ExecStatus::ProcessLimit => {
+                "The code started more processes or threads than the provider allows."
+            }
+            ExecStatus::EgressLimit => {
+                "The code moved more bytes over the network than the provider allows."
+            }
             ExecStatus::PoolBusy => "Every sandbox was busy; nothing ran. Try again.",
             ExecStatus::ProviderError => "The provider failed; the code may not have run.",
         }

@@ -26,7 +26,9 @@ pub fn network_failure(chain: &str) -> Option<String> {
             .as_deref()
             .map(|t| t.rsplit_once(':').map_or(t, |(host, _)| host).to_owned());
         return Some(match host {
-            Some(host) => format!("The name {host} does not resolve: check its spelling, or this host's DNS."),
+            Some(host) => {
+                format!("The name {host} does not resolve: check its spelling, or this host's DNS.")
+            }
             None => "A name does not resolve: check its spelling, or this host's DNS.".to_owned(),
         });
     }
@@ -62,7 +64,9 @@ fn first_authority(text: &str) -> Option<String> {
         .chars()
         .take_while(|c| !matches!(c, '/' | ' ' | ')' | '?' | '#' | '"' | '\''))
         .collect();
-    let authority = authority.rsplit_once('@').map_or(authority.as_str(), |(_, a)| a);
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority.as_str(), |(_, a)| a);
     if authority.is_empty() {
         return None;
     }
@@ -97,9 +101,14 @@ mod tests {
             network_failure(dns).unwrap(),
             "The name api.e2b.example does not resolve: check its spelling, or this host's DNS."
         );
-        assert!(network_failure("did not answer within 5s: GET http://10.0.0.1/x")
-            .unwrap()
-            .starts_with("10.0.0.1:80 did not answer in time"));
-        assert_eq!(network_failure("the image \"x\" is not on the Docker host"), None);
+        assert!(
+            network_failure("did not answer within 5s: GET http://10.0.0.1/x")
+                .unwrap()
+                .starts_with("10.0.0.1:80 did not answer in time")
+        );
+        assert_eq!(
+            network_failure("the image \"x\" is not on the Docker host"),
+            None
+        );
     }
 }

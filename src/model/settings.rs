@@ -58,17 +58,11 @@ pub enum SaveOutcome {
     },
     /// Kept as a saved version (`id`) of the active provider's settings without being
     /// applied: the running settings are unchanged.
-    Kept {
-        id: i64,
-    },
+    Kept { id: i64 },
     /// Nothing was saved.
-    Invalid {
-        errors: FieldErrors,
-    },
+    Invalid { errors: FieldErrors },
     /// Someone saved in between; nothing was saved.
-    Conflict {
-        message: String,
-    },
+    Conflict { message: String },
 }
 
 /// What "Test connection" found, on unsaved values.

@@ -263,7 +263,10 @@ pub async fn configure(
         SaveOutcome::Conflict { message } => bail!(message),
         // The CLI saves whatever the health check says (Gate::Anyway).
         SaveOutcome::Unhealthy { health, .. } => {
-            bail!("nothing was saved: the health check failed: {}", health.message)
+            bail!(
+                "nothing was saved: the health check failed: {}",
+                health.message
+            )
         }
         SaveOutcome::Kept { id } => {
             println!("Kept the {kind} settings as version #{id}, not applied.");

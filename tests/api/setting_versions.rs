@@ -23,7 +23,11 @@ async fn save(
             .iter()
             .map(|(key, value)| (format!("values[{key}]"), (*value).to_owned())),
     );
-    form.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    form.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
     let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     app.call_ok("save_sandbox_settings", &form).await
 }
@@ -87,7 +91,11 @@ async fn a_save_that_breaks_the_active_provider_goes_live_only_when_asked_and_re
     let local = card(&app, "local").await;
     assert_eq!(local["version"], 1, "nothing was saved");
     assert_eq!(local["values"]["python_path"], "/usr/bin/python3.11");
-    assert_eq!(trial(&app, "local").await["result"]["value"], 42, "runs go on");
+    assert_eq!(
+        trial(&app, "local").await["result"]["value"],
+        42,
+        "runs go on"
+    );
 
     // Second step, first choice: keep the values as a version without applying them.
     let kept = save(
@@ -154,7 +162,11 @@ async fn a_save_that_breaks_the_active_provider_goes_live_only_when_asked_and_re
     assert_eq!(local["values"]["python_path"], "/usr/bin/python3.11");
     let listed = versions(&app, "local").await;
     assert_eq!(
-        (&listed[0]["action"], &listed[0]["version"], listed[0]["current"].as_bool()),
+        (
+            &listed[0]["action"],
+            &listed[0]["version"],
+            listed[0]["current"].as_bool()
+        ),
         (&Value::from("restore"), &Value::from(3), Some(true))
     );
     assert_eq!(listed[0]["restored_from"], first["id"]);
@@ -172,7 +184,11 @@ async fn a_save_that_breaks_the_active_provider_goes_live_only_when_asked_and_re
     let stale = app
         .call_ok(
             "restore_sandbox_settings",
-            &[("kind", "local"), ("id", &kept_id.to_string()), ("expected_version", "2")],
+            &[
+                ("kind", "local"),
+                ("id", &kept_id.to_string()),
+                ("expected_version", "2"),
+            ],
         )
         .await;
     assert!(stale["Conflict"]["message"].is_string(), "{stale}");
@@ -180,7 +196,11 @@ async fn a_save_that_breaks_the_active_provider_goes_live_only_when_asked_and_re
     let gated = app
         .call_ok(
             "restore_sandbox_settings",
-            &[("kind", "local"), ("id", &kept_id.to_string()), ("expected_version", "3")],
+            &[
+                ("kind", "local"),
+                ("id", &kept_id.to_string()),
+                ("expected_version", "3"),
+            ],
         )
         .await;
     assert_eq!(gated["Unhealthy"]["active"], true, "{gated}");
@@ -228,10 +248,24 @@ async fn making_a_provider_active_that_fails_its_health_check_needs_an_explicit_
     assert_eq!(active_kind(&app).await, "local");
 
     // A save that does not go live needs no health check.
-    let plain = save(&app, "self_managed", "1", &[("endpoint", "http://127.0.0.1:10")], &[]).await;
+    let plain = save(
+        &app,
+        "self_managed",
+        "1",
+        &[("endpoint", "http://127.0.0.1:10")],
+        &[],
+    )
+    .await;
     assert_eq!(plain["Saved"]["version"], 2, "{plain}");
 
-    let activated = save(&app, "self_managed", "2", &values, &[("anyway", "activate")]).await;
+    let activated = save(
+        &app,
+        "self_managed",
+        "2",
+        &values,
+        &[("anyway", "activate")],
+    )
+    .await;
     assert_eq!(activated["Saved"]["active"], true, "{activated}");
     assert_eq!(active_kind(&app).await, "self_managed");
 
@@ -248,7 +282,14 @@ async fn making_a_provider_active_that_fails_its_health_check_needs_an_explicit_
 async fn a_trial_runs_on_the_selected_provider_from_its_saved_settings() {
     let app = spawn_app().await;
     app.login().await;
-    save(&app, "self_managed", "", &[("endpoint", "http://127.0.0.1:9")], &[]).await;
+    save(
+        &app,
+        "self_managed",
+        "",
+        &[("endpoint", "http://127.0.0.1:9")],
+        &[],
+    )
+    .await;
 
     let response = app
         .call(

@@ -3,15 +3,13 @@ use leptos::prelude::*;
 use crate::model::settings::ConnectionReport;
 
 /// The result of "Test connection", as a dialog over the page. Without JavaScript it is an
-/// open `<dialog>` and "Close" is a link back to the page; hydrated, it becomes modal
-/// (`showModal`: focus inside, Esc closes, the page behind inert) and closes where it is, so
-/// the form keeps what the admin typed. `rel="external"` keeps the router's own click
-/// handling (which runs first, and re-rendered the page with the stored values, or did
-/// nothing on the page's own URL) out. Invalid fields are listed as links to them.
+/// open `<dialog>` whose "Close" is a `method="dialog"` form: the browser closes it where it
+/// is, so both forms keep what the admin typed. Hydrated, it becomes modal (`showModal`:
+/// focus inside, Esc closes, the page behind inert). Invalid fields are listed as links to
+/// them. (`rel="external"` keeps the router's own click handling off those links.)
 #[component]
 pub fn ConnectionReportDialog(
     report: ConnectionReport,
-    close_href: String,
     /// Labels of the form's fields by key, to name the invalid ones.
     #[prop(optional)]
     labels: Vec<(String, String)>,
@@ -25,9 +23,12 @@ pub fn ConnectionReportDialog(
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         if let Some(dialog) = dialog.get() {
-            // Server HTML opened it non-modally; reopen it as a modal.
-            dialog.close();
-            let _ = dialog.show_modal();
+            // Server HTML opened it non-modally; reopen it as a modal, once, while the admin
+            // has not closed it.
+            if open.get_untracked() && !dialog.matches(":modal").unwrap_or(false) {
+                dialog.close();
+                let _ = dialog.show_modal();
+            }
         }
     });
     let invalid: Vec<(String, String)> = report
@@ -73,7 +74,11 @@ pub fn ConnectionReportDialog(
         <Show when=move || open.get()>
             <div class="backdrop">
                 <dialog open class="modal" data-testid="connection-report" aria-labelledby="report-title"
-                    node_ref=dialog on:cancel=move |_: leptos::ev::Event| set_open.set(false)>
+                    node_ref=dialog on:keydown=move |ev: leptos::ev::KeyboardEvent| {
+                        if ev.key() == "Escape" {
+                            set_open.set(false);
+                        }
+                    }>
                     <h2 id="report-title" class=class>{title}</h2>
                     <p data-testid="connection-message">{report.message.clone()}</p>
                     {(!invalid.is_empty()).then(|| view! {
@@ -105,7 +110,9 @@ pub fn ConnectionReportDialog(
                     })}
                     {(!report.stdout.is_empty()).then(|| view! { <h3>"stdout"</h3><pre class="output">{report.stdout.clone()}</pre> })}
                     {(!report.stderr.is_empty()).then(|| view! { <h3>"stderr"</h3><pre class="output error">{report.stderr.clone()}</pre> })}
-                    <a class="button" href=close_href.clone() rel="external" data-testid="close-report" on:click=close>"Close"</a>
+                    <form method="dialog" class="close-form">
+                        <button type="submit" class="button" data-testid="close-report" on:click=close>"Close"</button>
+                    </form>
                 </dialog>
             </div>
         </Show>

@@ -38,7 +38,11 @@ pub fn ProviderForm(
         .destinations()
         .map(|f| f.label.clone())
         .collect();
-    let has_secrets = card.schema.fields.iter().any(|f| f.kind == FieldKind::Secret);
+    let has_secrets = card
+        .schema
+        .fields
+        .iter()
+        .any(|f| f.kind == FieldKind::Secret);
     let first_error = card
         .schema
         .fields
@@ -60,8 +64,8 @@ pub fn ProviderForm(
             .collect();
         (!fields.is_empty()).then(|| {
             // The network section starts closed unless it has something to fix.
-            let open = group != FieldGroup::Network
-                || fields.iter().any(|f| errors.contains_key(&f.key));
+            let open =
+                group != FieldGroup::Network || fields.iter().any(|f| errors.contains_key(&f.key));
             let controls = fields
                 .into_iter()
                 .map(|field| {

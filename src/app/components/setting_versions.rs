@@ -1,8 +1,7 @@
 use leptos::prelude::*;
 
 use crate::{
-    app::format::utc_time,
-    model::settings::SettingVersion,
+    app::format::utc_time, model::settings::SettingVersion,
     server_fns::sandbox::get_setting_versions,
 };
 
@@ -58,7 +57,11 @@ fn VersionRow(
     current: Option<i64>,
     restore_again: Option<i64>,
 ) -> impl IntoView {
-    let what = match (version.action.as_str(), version.version, version.restored_from) {
+    let what = match (
+        version.action.as_str(),
+        version.version,
+        version.restored_from,
+    ) {
         ("restore", Some(v), Some(from)) => format!("version {v}, restored from #{from}"),
         ("kept", _, _) => "kept, not applied".to_owned(),
         (_, Some(v), _) => format!("version {v}"),
@@ -85,7 +88,8 @@ fn VersionRow(
                     view! { <li>{text}</li> }
                 }).collect_view()}
             </ul>
-        }.into_any()
+        }
+        .into_any()
     };
     let id = version.id;
     let again = restore_again == Some(id);

@@ -55,8 +55,14 @@ pub fn TrialPanel(
     };
     let runs_on = match (target.active, target.saved) {
         (true, _) => format!("{} — the active provider", target.name),
-        (false, true) => format!("{} — its saved settings (not the active provider; unsaved changes above are not used)", target.name),
-        (false, false) => format!("{} — its default settings (never saved; not the active provider)", target.name),
+        (false, true) => format!(
+            "{} — its saved settings (not the active provider; unsaved changes above are not used)",
+            target.name
+        ),
+        (false, false) => format!(
+            "{} — its default settings (never saved; not the active provider)",
+            target.name
+        ),
     };
     // Esc in the code box lets the next Tab leave it.
     let released = RwSignal::new(false);

@@ -4,7 +4,7 @@ use leptos_meta::Title;
 use crate::{
     app::components::error_view::ErrorView,
     model::{
-        dashboard::{plot, Dashboard, BUCKET_MINUTES, WINDOW_MINUTES},
+        dashboard::{duration_label, plot, Dashboard, BUCKET_MINUTES, WINDOW_MINUTES},
         overview::SystemOverview,
     },
     server_fns::system::{get_dashboard, get_overview},
@@ -66,7 +66,7 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
                         <p class="big">{total} <span class="muted">" run(s)"</span></p>
                         <ul class="status-list">
                             {dashboard.last_hour.iter().map(|(status, n)| view! {
-                                <li><a href=format!("/admin/history?status={status}")>{status.clone()}</a> ": " {*n}</li>
+                                <li><a href=format!("/admin/history?status={status}&from={}", dashboard.last_hour_from)>{status.clone()}</a> ": " {*n}</li>
                             }).collect_view()}
                         </ul>
                     }.into_any()
@@ -115,19 +115,31 @@ fn LatencyPlot(dashboard: Dashboard) -> impl IntoView {
     let geometry = plot(&dashboard.latency, W, H);
     let hours = WINDOW_MINUTES / 60;
     view! {
-        <svg class="plot" viewBox="-48 -12 668 200" role="img" data-testid="latency-plot"
-            aria-label=format!("p50 and p95 latency over the last {hours} hours; top of the scale {} ms", geometry.top_ms)>
+        <svg class="plot" viewBox="-72 -12 692 200" role="img" data-testid="latency-plot"
+            aria-label=format!("p50 and p95 latency over the last {hours} hours; top of the scale {}", duration_label(geometry.top_ms))>
+            // Grid lines at a quarter, a half and three quarters of the scale.
+            {[0.25, 0.5, 0.75].map(|f| {
+                let y = H * (1.0 - f);
+                let label = duration_label((geometry.top_ms as f64 * f).round() as u64);
+                view! {
+                    <line x1="0" y1=format!("{y:.1}") x2=W.to_string() y2=format!("{y:.1}") class="grid"/>
+                    <text x="-6" y=format!("{:.1}", y + 4.0) class="tick" text-anchor="end">{label}</text>
+                }
+            })}
             <line x1="0" y1=H.to_string() x2=W.to_string() y2=H.to_string() class="axis"/>
             <line x1="0" y1="0" x2="0" y2=H.to_string() class="axis"/>
-            <text x="-6" y="4" class="tick" text-anchor="end">{format!("{} ms", geometry.top_ms)}</text>
+            <text x="-6" y="4" class="tick" text-anchor="end" data-testid="plot-top">{duration_label(geometry.top_ms)}</text>
             <text x="-6" y=H.to_string() class="tick" text-anchor="end">"0"</text>
             <text x="0" y=(H + 18.0).to_string() class="tick">{format!("-{hours} h")}</text>
             <text x=W.to_string() y=(H + 18.0).to_string() class="tick" text-anchor="end">"now"</text>
             <polyline points=geometry.p95.clone() class="line p95"/>
             <polyline points=geometry.p50.clone() class="line p50"/>
-            {geometry.points.iter().map(|(x, y50, y95)| view! {
-                <circle cx=format!("{x:.1}") cy=format!("{y95:.1}") r="3" class="dot p95"/>
-                <circle cx=format!("{x:.1}") cy=format!("{y50:.1}") r="3" class="dot p50"/>
+            {geometry.points.iter().zip(dashboard.latency.iter().filter(|b| b.runs > 0)).map(|((x, y50, y95), b)| {
+                let hover = format!("p50 {}, p95 {} ({} runs)", duration_label(b.p50_ms), duration_label(b.p95_ms), b.runs);
+                view! {
+                    <circle cx=format!("{x:.1}") cy=format!("{y95:.1}") r="4" class="dot p95"><title>{hover.clone()}</title></circle>
+                    <circle cx=format!("{x:.1}") cy=format!("{y50:.1}") r="4" class="dot p50"><title>{hover}</title></circle>
+                }
             }).collect_view()}
         </svg>
         <p class="legend"><span class="key p50"></span>" p50 " <span class="key p95"></span>" p95"</p>

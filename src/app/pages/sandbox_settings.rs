@@ -126,7 +126,11 @@ fn Settings(
                         errors = e;
                         submitted = typed;
                     }
-                    SaveOutcome::Unhealthy { make_active, active, .. } => {
+                    SaveOutcome::Unhealthy {
+                        make_active,
+                        active,
+                        ..
+                    } => {
                         unhealthy = Some((active, make_active));
                         submitted = typed;
                     }
@@ -165,7 +169,13 @@ fn Settings(
     let pending = RwSignal::new(None::<Pending>);
     let labels: Vec<(String, String)> = card
         .as_ref()
-        .map(|c| c.schema.fields.iter().map(|f| (f.key.clone(), f.label.clone())).collect())
+        .map(|c| {
+            c.schema
+                .fields
+                .iter()
+                .map(|f| (f.key.clone(), f.label.clone()))
+                .collect()
+        })
         .unwrap_or_default();
     let health = settings.active_health.clone();
     view! {
@@ -247,7 +257,7 @@ fn Settings(
                 }.into_any()
             }
         })}
-        {report.map(|report| view! { <ConnectionReportDialog report close_href=page_url(&selected) labels/> })}
+        {report.map(|report| view! { <ConnectionReportDialog report labels/> })}
     }
 }
 

@@ -22,8 +22,12 @@ function fail(message) {
   process.exitCode = 1;
 }
 
+// The error with only the user's own frames (main.js), as Python's tracebacks are trimmed
+// to main.py: the runner's and Node's internal frames say nothing about the code.
 function report(error) {
-  console.error(error && error.stack ? error.stack : String(error));
+  const stack = error && error.stack ? String(error.stack) : String(error);
+  const lines = stack.split('\n').filter((line) => !/^\s+at /.test(line) || line.includes('main.js'));
+  console.error(lines.join('\n'));
   process.exitCode = 1;
 }
 

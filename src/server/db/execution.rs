@@ -364,6 +364,14 @@ pub async fn enforce_retention(
     Ok(old + surplus)
 }
 
+/// Where the last hour starts, to the minute, as the history filter takes it
+/// (`2026-12-03T10:15`, UTC).
+pub async fn last_hour_start(pool: &SqlitePool) -> Result<String, sqlx::Error> {
+    sqlx::query_scalar("select strftime('%Y-%m-%dT%H:%M', 'now', '-1 hour')")
+        .fetch_one(pool)
+        .await
+}
+
 /// Runs in the last hour, by status, most frequent first.
 pub async fn last_hour_by_status(pool: &SqlitePool) -> Result<Vec<(String, i64)>, sqlx::Error> {
     sqlx::query_as(

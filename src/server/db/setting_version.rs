@@ -103,10 +103,11 @@ pub async fn get(
     db: impl SqliteExecutor<'_>,
     id: i64,
 ) -> Result<Option<StoredVersion>, sqlx::Error> {
-    let row: Option<Row> =
-        sqlx::query_as(&format!("select {COLUMNS} from setting_version where id = ?"))
-            .bind(id)
-            .fetch_optional(db)
-            .await?;
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "select {COLUMNS} from setting_version where id = ?"
+    ))
+    .bind(id)
+    .fetch_optional(db)
+    .await?;
     Ok(row.map(StoredVersion::from))
 }

@@ -103,23 +103,29 @@ impl SandboxService {
             return Err(SandboxError::ShuttingDown);
         }
         let schema = (self.registry.get(kind)?.schema)();
-        let stored = self
-            .stored_values(&self.pool, kind)
-            .await
-            .map_err(|e| SandboxError::Backend(format!("the saved settings cannot be read: {e}")))?;
+        let stored = self.stored_values(&self.pool, kind).await.map_err(|e| {
+            SandboxError::Backend(format!("the saved settings cannot be read: {e}"))
+        })?;
         let values = if stored.is_empty() {
-            schema.normalize(&serde_json::Map::new()).unwrap_or_default()
+            schema
+                .normalize(&serde_json::Map::new())
+                .unwrap_or_default()
         } else {
-            self.open_secrets(kind, stored)
-                .map_err(|e| SandboxError::Backend(format!("a saved secret cannot be opened: {e}")))?
+            self.open_secrets(kind, stored).map_err(|e| {
+                SandboxError::Backend(format!("a saved secret cannot be opened: {e}"))
+            })?
         };
         let provider = self.registry.build(kind, &values)?;
         if !provider.languages().contains(&request.language) {
             provider.shutdown().await;
             return Err(SandboxError::Unsupported(request.language));
         }
-        let (service, request, caller, kind) =
-            (self.clone(), request.clone(), caller.clone(), kind.to_owned());
+        let (service, request, caller, kind) = (
+            self.clone(),
+            request.clone(),
+            caller.clone(),
+            kind.to_owned(),
+        );
         let task = self.runs.tracker.spawn(async move {
             let deadline = provider.run_deadline(&request);
             let run = tokio::time::timeout(deadline, run_once(provider.as_ref(), &request));

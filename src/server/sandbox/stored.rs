@@ -33,12 +33,16 @@ pub(super) fn setting_name(kind: &str) -> String {
 /// provider's seeded settings are its first version.
 pub(super) async fn seed(pool: &SqlitePool, name: &str, value: &Value) -> Result<(), SettingError> {
     let mut tx = pool.begin().await?;
-    let saved = match system_setting::put_in(&mut tx, name, value, "system", Expected::Absent).await {
+    let saved = match system_setting::put_in(&mut tx, name, value, "system", Expected::Absent).await
+    {
         Ok(saved) => saved,
         Err(SettingError::Conflict { .. }) => return Ok(()),
         Err(other) => return Err(other),
     };
-    if let Some(kind) = name.strip_prefix("sandbox.").filter(|_| name != PROVIDER_TYPE) {
+    if let Some(kind) = name
+        .strip_prefix("sandbox.")
+        .filter(|_| name != PROVIDER_TYPE)
+    {
         setting_version::insert(
             &mut tx,
             NewVersion {
@@ -195,15 +199,16 @@ impl SandboxService {
             ));
         };
         let values = stored.value.as_object().cloned().unwrap_or_default();
-        let values = match self.open_secrets(kind, values) {
-            Ok(values) => values,
-            Err(error) => {
-                return Ok(invalid(
+        let values =
+            match self.open_secrets(kind, values) {
+                Ok(values) => values,
+                Err(error) => return Ok(invalid(
                     FORM_ERROR,
-                    format!("Version #{id}'s secrets cannot be opened ({error}); nothing was restored."),
-                ))
-            }
-        };
+                    format!(
+                        "Version #{id}'s secrets cannot be opened ({error}); nothing was restored."
+                    ),
+                )),
+            };
         self.save_values(actor, kind, values, expected, false, gate, Some(id))
             .await
     }
@@ -298,7 +303,9 @@ impl SandboxService {
         let name = setting_name(kind);
         // A stale form loses before any health check (the write checks again, atomically).
         if let Expected::Version(version) = expected {
-            let current = system_setting::get(&self.pool, &name).await?.map_or(0, |s| s.version);
+            let current = system_setting::get(&self.pool, &name)
+                .await?
+                .map_or(0, |s| s.version);
             if current != version {
                 provider.shutdown().await;
                 return Ok(conflict(current));
@@ -328,7 +335,15 @@ impl SandboxService {
         // running provider built from an older version than the stored one.
         let _swap = self.swap.lock().await;
         let written = self
-            .write(actor, kind, &name, &normalized, expected, apply, restored_from)
+            .write(
+                actor,
+                kind,
+                &name,
+                &normalized,
+                expected,
+                apply,
+                restored_from,
+            )
             .await;
         let written = match written {
             Ok(written) => written,
@@ -393,7 +408,9 @@ impl SandboxService {
             .collect();
         let Apply::Write { make_active } = apply else {
             if let Expected::Version(version) = expected {
-                let current = system_setting::get(&mut *tx, name).await?.map_or(0, |s| s.version);
+                let current = system_setting::get(&mut *tx, name)
+                    .await?
+                    .map_or(0, |s| s.version);
                 if current != version {
                     return Err(SettingError::Conflict {
                         name: name.to_owned(),
@@ -426,13 +443,21 @@ impl SandboxService {
                 provider: kind,
                 version: Some(saved.version),
                 value: &sealed,
-                action: if restored_from.is_some() { "restore" } else { "save" },
+                action: if restored_from.is_some() {
+                    "restore"
+                } else {
+                    "save"
+                },
                 restored_from,
                 saved_by: actor,
             },
         )
         .await?;
-        let action = if restored_from.is_some() { "restore" } else { "save" };
+        let action = if restored_from.is_some() {
+            "restore"
+        } else {
+            "save"
+        };
         settings_audit::record(&mut *tx, actor, name, Some(kind), action, &changed).await?;
         let current_type = active_kind_in(&mut *tx).await?;
         let becomes_active = make_active && current_type.as_deref() != Some(kind);

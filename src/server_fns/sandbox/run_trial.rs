@@ -53,7 +53,9 @@ pub async fn run_trial(
             result: result.clone().map_err(|e| e.to_string()),
             downloads,
         };
-        let values = state.sandbox.without_secrets(&kind, super::form_values(values));
+        let values = state
+            .sandbox
+            .without_secrets(&kind, super::form_values(values));
         let flash = SandboxFlash {
             kind: kind.clone(),
             values,
@@ -123,6 +125,6 @@ async fn run(
         "" => state.sandbox.execute(&request, &caller).await,
         kind => state.sandbox.execute_saved(kind, &request, &caller).await,
     }
-        .map(|run| run.into_shown())
-        .map_err(|e| AppError::Provider(e.to_string()))
+    .map(|run| run.into_shown())
+    .map_err(|e| AppError::Provider(e.to_string()))
 }
