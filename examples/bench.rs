@@ -306,6 +306,7 @@ async fn main() -> anyhow::Result<()> {
         "bench",
         &[sandbox_console::model::api_key::Scope::Execute],
         "bench",
+        None,
     )
     .await?
     .key;

@@ -130,6 +130,7 @@ async fn main() -> anyhow::Result<()> {
         "soak-admin",
         &[sandbox_console::model::api_key::Scope::Admin],
         caller.actor().as_str(),
+        None,
     )
     .await?
     .key;
@@ -138,6 +139,7 @@ async fn main() -> anyhow::Result<()> {
         "soak-agent",
         &[sandbox_console::model::api_key::Scope::Execute],
         caller.actor().as_str(),
+        None,
     )
     .await?
     .key;

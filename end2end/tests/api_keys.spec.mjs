@@ -39,8 +39,16 @@ test('an admin creates a key, an agent runs code with it, the admin revokes it',
   await page.reload();
   await expect(page.getByTestId('new-key')).toHaveCount(0);
   await expect(page.getByTestId(`key-${name}`)).toContainText('UTC', { timeout: 10_000 });
+  await expect(page.getByTestId(`key-${name}`)).toContainText('from 127.0.0.1');
 
+  // Revoking asks first; Cancel leaves the key live.
   await page.getByTestId(`revoke-${name}`).click();
+  await expect(page.getByTestId('confirm-revoke')).toContainText(`Revoke '${name}'?`);
+  await page.getByTestId('cancel-revoke').click();
+  await expect(page.getByTestId('confirm-revoke')).toHaveCount(0);
+  await expect(page.getByTestId(`key-${name}`)).not.toContainText('Revoked');
+  await page.getByTestId(`revoke-${name}`).click();
+  await page.getByTestId(`confirm-revoke-${name}`).click();
   await expect(page.getByTestId('key-notice')).toContainText(`Revoked '${name}'`);
   await expect(page.getByTestId(`key-${name}`)).toContainText('Revoked');
 

@@ -16,6 +16,8 @@ use leptos_router::{
 
 use components::layout::Layout;
 use pages::{
+    account::AccountPage,
+    administrators::AdministratorsPage,
     api_keys::ApiKeysPage,
     environments::{EnvironmentDetailPage, EnvironmentsPage},
     history::{ExecutionPage, HistoryListPage},
@@ -45,6 +47,8 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/admin/environments/:name") view=|| view! { <Layout><EnvironmentDetailPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/history") view=|| view! { <Layout><HistoryListPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/history/:id") view=|| view! { <Layout><ExecutionPage/></Layout> } ssr=SsrMode::Async/>
+                <Route path=path!("/admin/account") view=|| view! { <Layout><AccountPage/></Layout> } ssr=SsrMode::Async/>
+                <Route path=path!("/admin/administrators") view=|| view! { <Layout><AdministratorsPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/audit") view=|| view! { <Layout><SettingsAuditPage/></Layout> } ssr=SsrMode::Async/>
             </Routes>
         </Router>

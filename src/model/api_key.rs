@@ -62,6 +62,29 @@ pub struct ApiKeyInfo {
     pub created_at: String,
     pub last_used_at: Option<String>,
     pub revoked_at: Option<String>,
+    /// After this the key is refused; `None`: it never expires.
+    #[serde(default)]
+    pub expires_at: Option<String>,
+    /// The client address the key was last used from.
+    #[serde(default)]
+    pub last_used_address: Option<String>,
+}
+
+/// The longest expiry a key may be given, in days.
+pub const MAX_EXPIRY_DAYS: u32 = 3650;
+
+/// The expiry field of the create form: blank is never, else whole days from 1 to
+/// [`MAX_EXPIRY_DAYS`].
+pub fn check_expiry(text: &str) -> Result<Option<u32>, String> {
+    match text.trim() {
+        "" => Ok(None),
+        text => match text.parse::<u32>() {
+            Ok(days) if (1..=MAX_EXPIRY_DAYS).contains(&days) => Ok(Some(days)),
+            _ => Err(format!(
+                "Enter the days until the key expires, from 1 to {MAX_EXPIRY_DAYS}, or leave it blank for a key that never expires."
+            )),
+        },
+    }
 }
 
 /// A key just created: the only time `key` exists outside its owner's hands.

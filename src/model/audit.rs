@@ -29,17 +29,25 @@ pub enum AuditView {
     Changes,
     Tests,
     SignIns,
+    /// Administrators, passwords, sessions and API keys.
+    Accounts,
 }
 
 impl AuditView {
-    pub const ALL: [AuditView; 3] = [AuditView::Changes, AuditView::Tests, AuditView::SignIns];
+    pub const ALL: [AuditView; 4] = [
+        AuditView::Changes,
+        AuditView::Tests,
+        AuditView::SignIns,
+        AuditView::Accounts,
+    ];
 
     /// The `actions` an entry of this view has.
     pub fn actions(self) -> &'static [&'static str] {
         match self {
-            AuditView::Changes => &["save", "activate"],
+            AuditView::Changes => &["save", "activate", "keep", "restore"],
             AuditView::Tests => &["test_connection"],
             AuditView::SignIns => &["sign_in", "sign_in_failed"],
+            AuditView::Accounts => &ACCOUNT_ACTIONS,
         }
     }
 
@@ -49,6 +57,7 @@ impl AuditView {
             AuditView::Changes => "changes",
             AuditView::Tests => "tests",
             AuditView::SignIns => "sign_ins",
+            AuditView::Accounts => "accounts",
         }
     }
 
@@ -58,16 +67,37 @@ impl AuditView {
             AuditView::Changes => "changes",
             AuditView::Tests => "tests",
             AuditView::SignIns => "sign-ins",
+            AuditView::Accounts => "account events",
         }
     }
 
-    /// The page's link to page `page` of this view (the default view is left out).
-    pub fn href(self, page: u32) -> String {
-        if self == AuditView::default() {
+    /// The page's link to page `page` of this view (the default view is left out), keeping
+    /// the actor filter.
+    pub fn href(self, page: u32, actor: &str) -> String {
+        let mut href = if self == AuditView::default() {
             format!("?page={page}")
         } else {
             format!("?page={page}&view={}", self.id())
+        };
+        if !actor.is_empty() {
+            href.push_str(&format!(
+                "&actor={}",
+                crate::model::url::percent_encode(actor)
+            ));
         }
+        href
+    }
+
+    /// The CSV export of this view with the actor filter.
+    pub fn export_href(self, actor: &str) -> String {
+        let mut href = format!("/admin/audit/export.csv?view={}", self.id());
+        if !actor.is_empty() {
+            href.push_str(&format!(
+                "&actor={}",
+                crate::model::url::percent_encode(actor)
+            ));
+        }
+        href
     }
 
     pub fn label(self) -> &'static str {
@@ -75,6 +105,7 @@ impl AuditView {
             AuditView::Changes => "Settings changes",
             AuditView::Tests => "Connection tests",
             AuditView::SignIns => "Sign-ins",
+            AuditView::Accounts => "Accounts and keys",
         }
     }
 
@@ -87,11 +118,27 @@ impl AuditView {
     }
 }
 
+/// What the Accounts view shows: administrators added, disabled, enabled or given a new
+/// password; passwords changed; other sessions signed out; API keys created or revoked.
+pub const ACCOUNT_ACTIONS: [&str; 8] = [
+    "admin_add",
+    "admin_disable",
+    "admin_enable",
+    "admin_password_reset",
+    "password_change",
+    "sessions_sign_out",
+    "key_create",
+    "key_revoke",
+];
+
 /// One page of the audit, newest first.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AuditPage {
     #[serde(default)]
     pub view: AuditView,
+    /// The actor filter (a part of the name), blank for everyone.
+    #[serde(default)]
+    pub actor: String,
     pub entries: Vec<AuditEntry>,
     /// 1-based.
     pub page: u32,

@@ -6,8 +6,8 @@ use serde::{de::DeserializeOwned, Serialize};
 use tower_sessions::Session;
 
 use crate::model::{
-    api_key::ApiKeyFlash, environment::EnvironmentFlash, history::HistoryFlash,
-    settings::SandboxFlash,
+    admin::AccountFlash, api_key::ApiKeyFlash, environment::EnvironmentFlash,
+    history::HistoryFlash, settings::SandboxFlash,
 };
 
 /// A page's one-time outcome.
@@ -26,6 +26,10 @@ impl Flash for HistoryFlash {
 
 impl Flash for ApiKeyFlash {
     const KEY: &'static str = "api_key_flash";
+}
+
+impl Flash for AccountFlash {
+    const KEY: &'static str = "account_flash";
 }
 
 impl Flash for EnvironmentFlash {

@@ -447,7 +447,7 @@ pub async fn api_key(config: &Config, action: ApiKeyAction) -> anyhow::Result<i3
     let code = match action {
         ApiKeyAction::Create { name, scope } => {
             let name = crate::model::api_key::check_name(&name).map_err(anyhow::Error::msg)?;
-            let created = api_key::create(&pool, &name, &scope, &actor)
+            let created = api_key::create(&pool, &name, &scope, &actor, None)
                 .await
                 .context("cannot create the API key")?;
             let scopes: Vec<_> = created.info.scopes.iter().map(|s| s.id()).collect();

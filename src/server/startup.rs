@@ -68,7 +68,7 @@ impl Application {
         .await
         .context("cannot create the first administrator")?
         {
-            announce_first_admin(&first);
+            announce_first_admin(&first, &config);
         }
         password::warm_up().await;
         let secrets = SecretBox::load(&config.data_dir, config.secret_key.as_deref())
@@ -174,6 +174,7 @@ impl Application {
             origin: Arc::new(origin),
             secrets,
             started: (Instant::now(), SystemTime::now()),
+            session_idle_minutes: config.session_idle_minutes,
         };
 
         let store = SqliteStore::new(pool.clone())
@@ -317,7 +318,7 @@ pub async fn open_database(config: &Config) -> anyhow::Result<sqlx::SqlitePool> 
     Ok(pool)
 }
 
-fn announce_first_admin(first: &account::FirstAdmin) {
+fn announce_first_admin(first: &account::FirstAdmin, config: &Config) {
     match &first.generated_password {
         Some(password) => {
             let rule = "=".repeat(72);
@@ -325,9 +326,15 @@ fn announce_first_admin(first: &account::FirstAdmin) {
             let program = std::env::args()
                 .next()
                 .unwrap_or_else(|| "sandbox-console".to_owned());
+            // The reset hint names this console's own database, wherever it is run from.
+            let store = match &config.database_url {
+                Some(url) => format!("--database-url '{url}'"),
+                None => format!("--data-dir '{}'", config.data_dir.display()),
+            };
             println!(
                 "{rule}\n  First start: created the administrator '{user}'.\n  One-time password: {password}\n  \
-                 It is shown only now. Set your own with:\n    {program} admin reset-password --username {user}\n{rule}",
+                 It is shown only now, and must be changed at the first sign-in.\n  \
+                 To set one from a shell instead:\n    {program} {store} admin reset-password --username {user}\n{rule}",
                 user = first.username
             );
         }

@@ -41,6 +41,8 @@ pub struct AppState {
     /// The SQLite file, watched by `/readyz`; `None` for in-memory databases.
     pub database_file: Option<PathBuf>,
     pub started: (Instant, SystemTime),
+    /// Sessions idle this long are signed out (and no longer listed on the Account page).
+    pub session_idle_minutes: u32,
 }
 
 impl FromRef<AppState> for LeptosOptions {

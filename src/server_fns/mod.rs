@@ -1,6 +1,8 @@
 //! `#[server]` functions: one per file, grouped by area. Each one first checks the admin
 //! session (`require_admin()`), then makes one call into the server layer.
 
+pub mod account;
+pub mod admins;
 pub mod api_keys;
 pub mod audit;
 pub mod auth;

@@ -138,4 +138,106 @@ async fn a_key_records_when_it_was_last_used() {
     assert_eq!(response.status().as_u16(), 200);
     let listed = app.call_ok("list_api_keys", &[]).await;
     assert!(listed[0]["last_used_at"].is_string(), "{listed}");
+    assert_eq!(listed[0]["last_used_address"], "127.0.0.1", "{listed}");
+}
+
+#[tokio::test]
+async fn a_key_can_expire_and_is_refused_once_it_has() {
+    let app = spawn_app().await;
+    app.login().await;
+    for bad in ["0", "3651", "soon"] {
+        let refused = app
+            .call(
+                "create_api_key",
+                &[("name", "agent"), ("execute", "on"), ("expires_days", bad)],
+            )
+            .await;
+        assert_eq!(refused.status().as_u16(), 400, "{bad}");
+        assert!(refused.text().await.unwrap().contains("from 1 to 3650"));
+    }
+    let created = app
+        .call_ok(
+            "create_api_key",
+            &[("name", "agent"), ("execute", "on"), ("expires_days", "30")],
+        )
+        .await;
+    let key = created["key"].as_str().unwrap().to_owned();
+    let expires = created["info"]["expires_at"].as_str().unwrap().to_owned();
+    let in_30_days: String = sqlx::query_scalar("select strftime('%Y-%m-%d', 'now', '+30 days')")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert!(expires.starts_with(&in_30_days), "{expires}");
+    assert_eq!(
+        app.get_with_key("/api/v1/providers", &key)
+            .await
+            .status()
+            .as_u16(),
+        200
+    );
+
+    // Time passes: the stored expiry is now behind us.
+    sqlx::query(
+        "update api_key set expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 second')",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+
+    assert_eq!(
+        app.get_with_key("/api/v1/providers", &key)
+            .await
+            .status()
+            .as_u16(),
+        401
+    );
+    let never = app
+        .call_ok("create_api_key", &[("name", "forever"), ("execute", "on")])
+        .await;
+    assert_eq!(never["info"]["expires_at"], Value::Null);
+}
+
+#[tokio::test]
+async fn creating_and_revoking_keys_is_in_the_audit() {
+    let app = spawn_app().await;
+    app.login().await;
+    let created = app
+        .call_ok(
+            "create_api_key",
+            &[("name", "ragflow"), ("execute", "on"), ("admin", "on")],
+        )
+        .await;
+    app.call_ok(
+        "revoke_api_key",
+        &[("id", &created["info"]["id"].to_string())],
+    )
+    .await;
+
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "select actor, action, detail from settings_audit where setting = 'account' order by id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(
+        (rows[0].0.as_str(), rows[0].1.as_str()),
+        ("admin", "key_create")
+    );
+    assert!(
+        rows[0].2.contains("ragflow") && rows[0].2.contains("execute, admin"),
+        "{rows:?}"
+    );
+    assert_eq!(
+        (rows[1].0.as_str(), rows[1].1.as_str()),
+        ("admin", "key_revoke")
+    );
+    let key = created["key"].as_str().unwrap();
+    assert!(
+        !rows.iter().any(|r| r.2.contains(key)),
+        "the key itself is never recorded"
+    );
+    let audit = app.call_ok("settings_audit", &[("view", "accounts")]).await;
+    assert_eq!(audit["total"], 2, "{audit}");
 }

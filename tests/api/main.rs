@@ -1,5 +1,6 @@
 //! Integration tests: each one starts the real application on port 0 with its own SQLite file.
 
+mod accounts;
 mod admin_cli;
 mod aliyun_provider;
 mod api_keys;

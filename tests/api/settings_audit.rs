@@ -71,9 +71,65 @@ async fn anonymous_callers_cannot_read_the_audit() {
 
     let response = app.call("settings_audit", &[]).await;
     let page = app.get("/admin/audit").await;
+    let export = app.get("/admin/audit/export.csv").await;
 
     assert_eq!(response.status().as_u16(), 401);
     assert_eq!(page.status().as_u16(), 303);
+    assert_eq!(export.status().as_u16(), 303);
+}
+
+#[tokio::test]
+async fn the_audit_filters_by_actor_and_exports_what_it_shows_as_csv() {
+    let app = spawn_app().await;
+    app.login().await;
+    let key = app.api_key("ops", &["admin"]).await;
+    app.post_json(
+        "/api/v1/admin/sandbox/config",
+        &key,
+        &serde_json::json!({"provider_type": "local", "config": {"timeout_secs": 5}}),
+    )
+    .await;
+    app.call_ok(
+        "save_sandbox_settings",
+        &[
+            ("kind", "local"),
+            ("expected_version", "2"),
+            ("values[timeout_secs]", "6"),
+        ],
+    )
+    .await;
+
+    let everyone = app.call_ok("settings_audit", &[]).await;
+    let by_key = app
+        .call_ok("settings_audit", &[("actor", "API-KEY:o")])
+        .await;
+    let csv = app
+        .text_of("/admin/audit/export.csv?view=changes&actor=api-key")
+        .await;
+
+    assert!(everyone["total"].as_i64().unwrap() >= 2, "{everyone}");
+    let actors: Vec<&str> = by_key["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["actor"].as_str().unwrap())
+        .collect();
+    assert!(
+        !actors.is_empty() && actors.iter().all(|a| *a == "api-key:ops"),
+        "{actors:?}"
+    );
+    assert_eq!(by_key["actor"], "API-KEY:o");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "id,created_at,actor,setting,provider,action,changed_keys,detail"
+    );
+    assert_eq!(lines.len(), actors.len() + 1, "{csv}");
+    assert!(
+        lines[1..].iter().all(|l| l.contains(",api-key:ops,")),
+        "{csv}"
+    );
+    assert!(lines[1].contains("timeout_secs"), "{csv}");
 }
 
 #[tokio::test]

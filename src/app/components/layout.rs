@@ -9,7 +9,16 @@ use crate::server_fns::{auth::current_admin, environments::environment_notice};
 pub fn Layout(children: Children) -> impl IntoView {
     let admin = Resource::new(|| (), |_| current_admin());
     let environments = Resource::new(|| (), |_| environment_notice());
+    // The admin's theme choice ("auto" follows the browser).
+    let theme = move || {
+        admin
+            .get()
+            .and_then(Result::ok)
+            .map(|a| a.theme)
+            .filter(|t| t == "light" || t == "dark")
+    };
     view! {
+        <div class="app" data-theme=theme>
         <a class="skip-link" href="#main">"Skip to content"</a>
         <header class="topbar">
             <a class="brand" href="/">
@@ -23,15 +32,16 @@ pub fn Layout(children: Children) -> impl IntoView {
                 <A href="/admin/history">"History"</A>
                 <A href="/admin/api-keys">"API keys"</A>
                 <A href="/admin/audit">"Audit"</A>
+                <A href="/admin/administrators">"Administrators"</A>
             </nav>
             <div class="account">
                 <Transition fallback=|| ()>
                     {move || {
                         admin.get().and_then(Result::ok).map(|admin| {
                             view! {
-                                <span class="admin-name" data-testid="admin-name" title="Signed in">
+                                <a class="admin-name" href="/admin/account" data-testid="admin-name" title="Your account">
                                     {admin.username}
-                                </span>
+                                </a>
                             }
                         })
                     }}
@@ -51,5 +61,6 @@ pub fn Layout(children: Children) -> impl IntoView {
             }}
         </Transition>
         <main class="content" id="main" tabindex="-1">{children()}</main>
+        </div>
     }
 }

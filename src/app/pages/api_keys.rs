@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::{
-    app::components::error_view::ErrorView,
+    app::components::{error_view::ErrorView, trial_panel::CopyButton},
     model::api_key::{ApiKeyFlash, ApiKeyInfo, Scope},
     server_fns::api_keys::{list_api_keys, take_api_key_flash},
 };
@@ -13,6 +13,7 @@ use crate::{
 pub fn ApiKeysPage() -> impl IntoView {
     let keys = Resource::new(|| (), |_| list_api_keys());
     let flash = Resource::new(|| (), |_| take_api_key_flash());
+    let query = leptos_router::hooks::use_query_map();
     view! {
         <Title text="API keys"/>
         <h1>"API keys"</h1>
@@ -29,7 +30,8 @@ pub fn ApiKeysPage() -> impl IntoView {
                 {move || {
                     let keys = keys.get()?;
                     let flash = flash.get()?;
-                    Some(keys.and_then(|k| flash.map(|f| view! { <Keys keys=k flash=f/> })))
+                    let confirm = query.with(|q| q.get("revoke")).and_then(|id| id.parse::<i64>().ok());
+                    Some(keys.and_then(|k| flash.map(|f| view! { <Keys keys=k flash=f confirm/> })))
                 }}
             </ErrorBoundary>
         </Transition>
@@ -37,7 +39,7 @@ pub fn ApiKeysPage() -> impl IntoView {
 }
 
 #[component]
-fn Keys(keys: Vec<ApiKeyInfo>, flash: Option<ApiKeyFlash>) -> impl IntoView {
+fn Keys(keys: Vec<ApiKeyInfo>, flash: Option<ApiKeyFlash>, confirm: Option<i64>) -> impl IntoView {
     let (mut name, mut scopes) = (String::new(), vec![Scope::Execute]);
     let mut created = None;
     let mut notice = None;
@@ -69,7 +71,8 @@ fn Keys(keys: Vec<ApiKeyInfo>, flash: Option<ApiKeyFlash>) -> impl IntoView {
             <section class="card new-key" role="status" data-testid="new-key-card">
                 <h2>"Key created: " {created.info.name.clone()}</h2>
                 <p>"Copy it now. Only a hash is stored: it cannot be shown again."</p>
-                <pre class="output mono" data-testid="new-key">{created.key.clone()}</pre>
+                <pre class="output mono" id="new-key" data-testid="new-key">{created.key.clone()}</pre>
+                <CopyButton target="new-key"/>
                 <p class="muted">"Try it: "<code class="mono">{format!(
                     "curl -H 'Authorization: Bearer {}' -H 'Content-Type: application/json' -d '{{\"language\":\"python\",\"code\":\"def main():\\n    return 42\"}}' <console>/api/v1/execute",
                     created.key
@@ -86,6 +89,13 @@ fn Keys(keys: Vec<ApiKeyInfo>, flash: Option<ApiKeyFlash>) -> impl IntoView {
                     <input id="key-name" name="name" required maxlength="64" value=name
                         placeholder="ragflow-prod" autocomplete="off"/>
                     <p class="help">"Shown as the caller in the execution history."</p>
+                </div>
+                <div class="field">
+                    <label for="key-expiry">"Expires after (days)"</label>
+                    <input id="key-expiry" name="expires_days" type="number" min="1"
+                        max=crate::model::api_key::MAX_EXPIRY_DAYS.to_string() placeholder="never"
+                        aria-describedby="key-expiry-help"/>
+                    <p class="help" id="key-expiry-help">"Leave blank for a key that never expires. An expired key is refused like a revoked one."</p>
                 </div>
                 <fieldset class="scopes">
                     <legend>"Scopes"</legend>
@@ -111,14 +121,19 @@ fn Keys(keys: Vec<ApiKeyInfo>, flash: Option<ApiKeyFlash>) -> impl IntoView {
                 view! { <p class="muted" data-testid="no-keys">"No keys yet."</p> }.into_any()
             } else {
                 view! {
+                    <div class="table-wrap">
                     <table class="table" data-testid="keys">
                         <thead><tr>
-                            <th>"Name"</th><th>"Key"</th><th>"Scopes"</th><th>"Created"</th><th>"Last used"</th><th></th>
+                            <th>"Name"</th><th>"Key"</th><th>"Scopes"</th><th>"Created"</th><th>"Expires"</th><th>"Last used"</th><th></th>
                         </tr></thead>
                         <tbody>
-                            {keys.into_iter().map(|key| view! { <KeyRow key/> }).collect_view()}
+                            {keys.into_iter().map(|key| {
+                                let confirming = confirm == Some(key.id);
+                                view! { <KeyRow key confirming/> }
+                            }).collect_view()}
                         </tbody>
                     </table>
+                    </div>
                 }.into_any()
             }}
         </section>
@@ -126,7 +141,7 @@ fn Keys(keys: Vec<ApiKeyInfo>, flash: Option<ApiKeyFlash>) -> impl IntoView {
 }
 
 #[component]
-fn KeyRow(key: ApiKeyInfo) -> impl IntoView {
+fn KeyRow(key: ApiKeyInfo, confirming: bool) -> impl IntoView {
     let scopes: Vec<_> = key.scopes.iter().map(|s| s.id()).collect();
     let revoked = key.revoked_at.clone();
     let is_revoked = revoked.is_some();
@@ -136,16 +151,28 @@ fn KeyRow(key: ApiKeyInfo) -> impl IntoView {
             <td class="mono">{format!("{}…", key.prefix)}</td>
             <td>{scopes.join(", ")}</td>
             <td>{short_time(&key.created_at)} <span class="muted">" by " {key.created_by.clone()}</span></td>
-            <td>{key.last_used_at.as_deref().map_or_else(|| "never".to_owned(), short_time)}</td>
+            <td>{key.expires_at.as_deref().map_or_else(|| "never".to_owned(), short_time)}</td>
             <td>
-                {match revoked {
-                    Some(at) => view! { <span class="badge failure">"Revoked " {short_time(&at)}</span> }.into_any(),
-                    None => view! {
-                        <form method="post" action="/rpc/revoke_api_key" class="inline">
+                {key.last_used_at.as_deref().map_or_else(|| "never".to_owned(), short_time)}
+                {key.last_used_address.clone().map(|a| view! { <span class="muted">" from " {a}</span> })}
+            </td>
+            <td>
+                {match (revoked, confirming) {
+                    (Some(at), _) => view! { <span class="badge failure">"Revoked " {short_time(&at)}</span> }.into_any(),
+                    // Revoking breaks every agent that uses the key: it takes a second step.
+                    (None, true) => view! {
+                        <form method="post" action="/rpc/revoke_api_key" class="confirm" role="alertdialog"
+                            aria-label=format!("Revoke {}?", key.name) data-testid="confirm-revoke">
                             <input type="hidden" name="id" value=key.id.to_string()/>
-                            <button type="submit" class="button ghost danger"
-                                data-testid=format!("revoke-{}", key.name)>"Revoke"</button>
+                            <p>{format!("Revoke '{}'? Agents that use it are refused at once.", key.name)}</p>
+                            <button type="submit" class="button danger" autofocus
+                                data-testid=format!("confirm-revoke-{}", key.name)>"Revoke"</button>
+                            " " <a href="/admin/api-keys" class="button ghost" data-testid="cancel-revoke">"Cancel"</a>
                         </form>
+                    }.into_any(),
+                    (None, false) => view! {
+                        <a href=format!("/admin/api-keys?revoke={}", key.id) class="button ghost danger"
+                            data-testid=format!("revoke-{}", key.name)>"Revoke…"</a>
                     }.into_any(),
                 }}
             </td>

@@ -1,5 +1,7 @@
 //! One file per page.
 
+pub mod account;
+pub mod administrators;
 pub mod api_keys;
 pub mod environments;
 pub mod history;

@@ -83,8 +83,73 @@ pub async fn ensure_first_admin(
         .or_else(|| generated_password.clone())
         .unwrap_or_default();
     let user = create_admin(pool, username, chosen).await?;
+    // A generated password has been shown in a terminal and a log: it lasts one sign-in.
+    if generated_password.is_some() {
+        admin_user::require_password_change(pool, user.id).await?;
+    }
     Ok(Some(FirstAdmin {
         username: user.username,
         generated_password,
     }))
+}
+
+/// Changes `id`'s own password after checking the current one. Every other session of the
+/// account is signed out (the caller signs this one in again).
+pub async fn change_password(
+    pool: &SqlitePool,
+    id: i64,
+    current: String,
+    new: String,
+) -> Result<AdminUser, ChangeError> {
+    let user = admin_user::find_by_id(pool, id)
+        .await?
+        .ok_or(ChangeError::Gone)?;
+    if !password::verify(Some(user.password_hash.clone()), current).await? {
+        return Err(ChangeError::WrongCurrent);
+    }
+    if password::verify(Some(user.password_hash.clone()), new.clone()).await? {
+        return Err(ChangeError::Same);
+    }
+    let hash = password::hash(new).await?;
+    admin_user::set_password_of(pool, id, &hash, false).await?;
+    admin_user::find_by_id(pool, id)
+        .await?
+        .ok_or(ChangeError::Gone)
+}
+
+/// Gives `id` a generated password, shown once to the admin who asked; it must be changed at
+/// the next sign-in, and every session of the account is signed out.
+pub async fn reset_to_generated(pool: &SqlitePool, id: i64) -> Result<String, AccountError> {
+    let generated = password::generate();
+    let hash = password::hash(generated.clone()).await?;
+    if admin_user::set_password_of(pool, id, &hash, true).await? {
+        Ok(generated)
+    } else {
+        Err(AccountError::NotFound(id.to_string()))
+    }
+}
+
+/// Adds an administrator with a generated password (shown once; changed at first sign-in).
+pub async fn add_with_generated(
+    pool: &SqlitePool,
+    username: &str,
+) -> Result<(AdminUser, String), AccountError> {
+    let generated = password::generate();
+    let user = create_admin(pool, username, generated.clone()).await?;
+    admin_user::require_password_change(pool, user.id).await?;
+    Ok((user, generated))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChangeError {
+    #[error("The current password is not right.")]
+    WrongCurrent,
+    #[error("The new password is the one you have: choose another.")]
+    Same,
+    #[error("the account no longer exists")]
+    Gone,
+    #[error(transparent)]
+    Password(#[from] PasswordError),
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
 }

@@ -18,6 +18,12 @@ use crate::{
     server::db::api_key,
 };
 
+tokio::task_local! {
+    /// The address of the client a request came from, set by the gate around each request
+    /// (the key's "last used from").
+    pub static CLIENT: std::net::IpAddr;
+}
+
 /// Why a request was refused.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Refusal {
@@ -96,6 +102,7 @@ impl ApiKeys {
     }
 
     /// The live key behind these headers, if it has `scope` and is within its rate limit.
+    /// The client address the gate puts in [`CLIENT`] is recorded as where it was last used.
     pub async fn authorize(
         &self,
         headers: &HeaderMap,
@@ -114,7 +121,8 @@ impl ApiKeys {
         let key = presented_key(headers).ok_or(Refusal::Unauthenticated(
             "send an API key as 'Authorization: Bearer <key>'",
         ))?;
-        let info = api_key::authenticate(&self.pool, key)
+        let address = CLIENT.try_with(|ip| ip.to_string()).ok();
+        let info = api_key::authenticate(&self.pool, key, address.as_deref())
             .await
             .map_err(|error| {
                 tracing::error!(%error, "could not read the API keys");

@@ -9,6 +9,23 @@ pub struct AdminUser {
     pub password_hash: String,
     /// Bumped on every password reset; sessions made under an older epoch are void.
     pub session_epoch: i64,
+    /// A generated password (first start, reset by another admin) waits to be replaced.
+    pub must_change_password: bool,
+    /// Set while the account is disabled: it cannot sign in.
+    pub disabled_at: Option<String>,
+    /// `auto`, `light` or `dark`.
+    pub theme: String,
+}
+
+/// An administrator as the Administrators page lists them.
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
+pub struct AdminRow {
+    pub id: i64,
+    pub username: String,
+    pub must_change_password: bool,
+    pub disabled_at: Option<String>,
+    pub last_login_at: Option<String>,
+    pub created_at: String,
 }
 
 impl std::fmt::Debug for AdminUser {
@@ -21,7 +38,8 @@ impl std::fmt::Debug for AdminUser {
     }
 }
 
-const COLUMNS: &str = "id, username, password_hash, session_epoch";
+const COLUMNS: &str =
+    "id, username, password_hash, session_epoch, must_change_password, disabled_at, theme";
 
 pub async fn count(pool: &SqlitePool) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar("select count(*) from admin_user")
@@ -77,7 +95,7 @@ pub async fn set_password(
     password_hash: &str,
 ) -> Result<bool, sqlx::Error> {
     let result = sqlx::query(
-        "update admin_user set password_hash = ?, session_epoch = session_epoch + 1, \
+        "update admin_user set password_hash = ?, must_change_password = 0, session_epoch = session_epoch + 1, \
          updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') where username = ?",
     )
     .bind(password_hash)
@@ -94,5 +112,72 @@ pub async fn record_login(pool: &SqlitePool, id: i64) -> Result<(), sqlx::Error>
     .bind(id)
     .execute(pool)
     .await?;
+    Ok(())
+}
+
+/// Every administrator, by name.
+pub async fn list(pool: &SqlitePool) -> Result<Vec<AdminRow>, sqlx::Error> {
+    sqlx::query_as(
+        "select id, username, must_change_password, disabled_at, last_login_at, created_at \
+         from admin_user order by username",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// Replaces `id`'s password hash, voids every session made before, and says whether the new
+/// password must be changed at the next sign-in (a generated one). `false` when no such user.
+pub async fn set_password_of(
+    pool: &SqlitePool,
+    id: i64,
+    password_hash: &str,
+    must_change: bool,
+) -> Result<bool, sqlx::Error> {
+    let result = sqlx::query(
+        "update admin_user set password_hash = ?, must_change_password = ?, \
+         session_epoch = session_epoch + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
+         where id = ?",
+    )
+    .bind(password_hash)
+    .bind(must_change)
+    .bind(id)
+    .execute(pool)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// The next password `id` signs in with must be replaced first (a generated one).
+pub async fn require_password_change(pool: &SqlitePool, id: i64) -> Result<(), sqlx::Error> {
+    sqlx::query("update admin_user set must_change_password = 1 where id = ?")
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Disables (`true`) or enables an account; disabling voids its sessions. `false` when no
+/// such user.
+pub async fn set_disabled(pool: &SqlitePool, id: i64, disabled: bool) -> Result<bool, sqlx::Error> {
+    let result = if disabled {
+        sqlx::query(
+            "update admin_user set disabled_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), \
+             session_epoch = session_epoch + 1 where id = ?",
+        )
+    } else {
+        sqlx::query("update admin_user set disabled_at = null where id = ?")
+    }
+    .bind(id)
+    .execute(pool)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// Stores `id`'s theme choice (`auto`, `light` or `dark`).
+pub async fn set_theme(pool: &SqlitePool, id: i64, theme: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("update admin_user set theme = ? where id = ?")
+        .bind(theme)
+        .bind(id)
+        .execute(pool)
+        .await?;
     Ok(())
 }

@@ -28,6 +28,8 @@ struct Row {
     created_at: String,
     last_used_at: Option<String>,
     revoked_at: Option<String>,
+    expires_at: Option<String>,
+    last_used_address: Option<String>,
 }
 
 impl From<Row> for ApiKeyInfo {
@@ -41,11 +43,15 @@ impl From<Row> for ApiKeyInfo {
             created_at: row.created_at,
             last_used_at: row.last_used_at,
             revoked_at: row.revoked_at,
+            expires_at: row.expires_at,
+            last_used_address: row.last_used_address,
         }
     }
 }
 
-const COLUMNS: &str = "id, name, prefix, scopes, created_by, created_at, last_used_at, revoked_at";
+const COLUMNS: &str =
+    "id, name, prefix, scopes, created_by, created_at, last_used_at, revoked_at, \
+                       expires_at, last_used_address";
 
 pub fn hash(key: &str) -> String {
     super::execution::sha256(key)
@@ -67,6 +73,7 @@ pub async fn create(
     name: &str,
     scopes: &[Scope],
     created_by: &str,
+    expires_in_days: Option<u32>,
 ) -> Result<CreatedKey, KeyError> {
     let key = generate();
     let mut scopes = scopes.to_vec();
@@ -77,7 +84,9 @@ pub async fn create(
     let row: Result<Row, sqlx::Error> = async {
         let mut tx = pool.begin().await?;
         let row = sqlx::query_as(&format!(
-            "insert into api_key (name, prefix, key_hash, scopes, created_by) values (?, ?, ?, ?, ?) \
+            "insert into api_key (name, prefix, key_hash, scopes, created_by, expires_at) \
+             values (?, ?, ?, ?, ?, case when ? is null then null \
+             else strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || ? || ' days') end) \
              returning {COLUMNS}"
         ))
         .bind(name)
@@ -85,6 +94,8 @@ pub async fn create(
         .bind(hash(&key))
         .bind(serde_json::to_string(&scopes).unwrap_or_else(|_| "[]".into()))
         .bind(created_by)
+        .bind(expires_in_days)
+        .bind(expires_in_days)
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -129,8 +140,13 @@ pub async fn revoke(pool: &SqlitePool, id: i64) -> Result<Option<ApiKeyInfo>, sq
     Ok(row.map(Into::into))
 }
 
-/// The live key `key` is, if any; records its use (at most once a minute, to spare writes).
-pub async fn authenticate(pool: &SqlitePool, key: &str) -> Result<Option<ApiKeyInfo>, sqlx::Error> {
+/// The live (not revoked, not expired) key `key` is, if any; records its use and the client
+/// address it came from (at most once a minute, to spare writes).
+pub async fn authenticate(
+    pool: &SqlitePool,
+    key: &str,
+    address: Option<&str>,
+) -> Result<Option<ApiKeyInfo>, sqlx::Error> {
     if !key.starts_with(KEY_PREFIX) {
         return Ok(None);
     }
@@ -144,7 +160,8 @@ pub async fn authenticate(pool: &SqlitePool, key: &str) -> Result<Option<ApiKeyI
     let found: Option<Found> = sqlx::query_as(&format!(
         "select {COLUMNS}, (last_used_at is null or \
          last_used_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 minute')) as stale \
-         from api_key where key_hash = ? and revoked_at is null"
+         from api_key where key_hash = ? and revoked_at is null \
+         and (expires_at is null or expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
     ))
     .bind(hash(key))
     .fetch_optional(pool)
@@ -156,8 +173,10 @@ pub async fn authenticate(pool: &SqlitePool, key: &str) -> Result<Option<ApiKeyI
         // Only a note of when the key was last used: a database that cannot take it (full,
         // locked past the busy timeout) must not refuse a valid key.
         if let Err(error) = sqlx::query(
-            "update api_key set last_used_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') where id = ?",
+            "update api_key set last_used_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), \
+             last_used_address = coalesce(?, last_used_address) where id = ?",
         )
+        .bind(address)
         .bind(row.id)
         .execute(pool)
         .await

@@ -1,5 +1,6 @@
 //! Database access: connecting, migrating, and one small repository module per table.
 
+pub mod admin_session;
 pub mod admin_user;
 pub mod api_key;
 pub mod artifact;

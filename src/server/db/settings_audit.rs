@@ -104,13 +104,17 @@ pub async fn trim_sign_ins(pool: &SqlitePool, keep: i64) -> Result<u64, sqlx::Er
     .rows_affected())
 }
 
-/// `action in (?, ?, …)` for `actions`, to bind them after.
+/// `action in (?, ?, …) and instr(lower(actor), lower(?)) > 0` for `actions` and an actor
+/// filter (a part of the name; blank matches everyone), to bind them after.
 fn action_filter(actions: &[&str]) -> String {
-    format!("action in ({})", vec!["?"; actions.len().max(1)].join(", "))
+    format!(
+        "action in ({}) and (? = '' or instr(lower(actor), lower(?)) > 0)",
+        vec!["?"; actions.len().max(1)].join(", ")
+    )
 }
 
-/// Entries whose action is one of `actions`.
-pub async fn count(pool: &SqlitePool, actions: &[&str]) -> Result<i64, sqlx::Error> {
+/// Entries whose action is one of `actions` and whose actor contains `actor`.
+pub async fn count(pool: &SqlitePool, actions: &[&str], actor: &str) -> Result<i64, sqlx::Error> {
     let sql = format!(
         "select count(*) from settings_audit where {}",
         action_filter(actions)
@@ -119,13 +123,15 @@ pub async fn count(pool: &SqlitePool, actions: &[&str]) -> Result<i64, sqlx::Err
     for action in actions {
         query = query.bind(*action);
     }
-    query.fetch_one(pool).await
+    query.bind(actor).bind(actor).fetch_one(pool).await
 }
 
-/// Page `page` (1-based) of `size` entries whose action is one of `actions`, newest first.
+/// Page `page` (1-based) of `size` entries whose action is one of `actions` and whose actor
+/// contains `actor`, newest first.
 pub async fn page(
     pool: &SqlitePool,
     actions: &[&str],
+    actor: &str,
     page: u32,
     size: u32,
 ) -> Result<Vec<crate::model::audit::AuditEntry>, sqlx::Error> {
@@ -150,6 +156,8 @@ pub async fn page(
         query = query.bind(*action);
     }
     let rows: Vec<Row> = query
+        .bind(actor)
+        .bind(actor)
         .bind(i64::from(size))
         .bind(i64::from(page.saturating_sub(1)) * i64::from(size))
         .fetch_all(pool)

@@ -98,8 +98,22 @@ pub async fn login(
             return failure(json, &next, Failure::Invalid);
         }
     };
+    // A disabled account signs in as no account does: the same answer, counted the same.
+    if user.disabled_at.is_some() {
+        drop(attempt);
+        tracing::warn!(account = %short(&account), client = %peer.ip(), "sign-in refused: the account is disabled");
+        audit(&state, &account, "sign_in_failed", peer).await;
+        return failure(json, &next, Failure::Invalid);
+    }
     attempt.succeeded();
-    if let Err(error) = session::sign_in(&session, &user).await {
+    let address = peer.ip().to_string();
+    let client = session::Client {
+        address: Some(&address),
+        user_agent: headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok()),
+    };
+    if let Err(error) = session::sign_in(&session, &state.pool, &user, client).await {
         tracing::error!(%error, "sign-in: could not store the session");
         return failure(json, &next, Failure::Unavailable);
     }
@@ -116,8 +130,12 @@ pub async fn login(
 }
 
 #[tracing::instrument(name = "POST /auth/logout", skip_all)]
-pub async fn logout(session: Session, headers: HeaderMap) -> Response {
-    if let Err(error) = session::sign_out(&session).await {
+pub async fn logout(
+    State(state): State<AppState>,
+    session: Session,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(error) = session::sign_out(&session, &state.pool).await {
         tracing::error!(%error, "sign-out: could not delete the session");
         return (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -36,9 +36,25 @@ fn is_api(path: &str) -> bool {
 pub async fn gate(
     State(state): State<AppState>,
     session: Session,
-    mut request: Request,
+    request: Request,
     next: Next,
 ) -> Response {
+    // Where the request came from, for the API keys' "last used from".
+    let client = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|info| info.0.ip());
+    match client {
+        Some(ip) => {
+            crate::server::auth::api_key::CLIENT
+                .scope(ip, admit(state, session, request, next))
+                .await
+        }
+        None => admit(state, session, request, next).await,
+    }
+}
+
+async fn admit(state: AppState, session: Session, mut request: Request, next: Next) -> Response {
     if !is_safe_method(request.method()) && !same_origin(&state.origin, request.headers()) {
         return (StatusCode::FORBIDDEN, "cross-origin request refused").into_response();
     }
@@ -61,6 +77,16 @@ pub async fn gate(
     match admin {
         // Signed-in admins have nothing to do on the sign-in page.
         Some(_) if path == "/login" => Redirect::to("/").into_response(),
+        // A generated password is replaced before anything else.
+        Some(admin) if admin.must_change_password && !open_before_password_change(&path) => {
+            if is_api(&path) {
+                let body = json!({ "error": { "kind": "password_change_required",
+                    "message": "change your generated password on /admin/account first" } });
+                (StatusCode::FORBIDDEN, Json(body)).into_response()
+            } else {
+                Redirect::to(ACCOUNT_PAGE).into_response()
+            }
+        }
         Some(admin) => {
             request.extensions_mut().insert(admin);
             next.run(request).await
@@ -76,6 +102,24 @@ pub async fn gate(
         }
         None => unauthenticated(),
     }
+}
+
+/// Where an admin signed in with a generated password is sent.
+const ACCOUNT_PAGE: &str = "/admin/account";
+
+/// What an admin who must change a generated password may still reach: the Account page
+/// and what it calls. The key-authenticated API is not theirs to use, and passes on.
+fn open_before_password_change(path: &str) -> bool {
+    matches!(
+        path,
+        ACCOUNT_PAGE
+            | "/rpc/account"
+            | "/rpc/change_password"
+            | "/rpc/take_account_flash"
+            | "/rpc/current_admin"
+            | "/rpc/environment_notice"
+    ) || api::owns(path)
+        || path == "/metrics"
 }
 
 fn unauthenticated() -> Response {

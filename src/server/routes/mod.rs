@@ -76,6 +76,7 @@ fn routes(state: AppState, api_max_body_bytes: usize) -> Router<()> {
         .route("/readyz", get(health::readyz))
         .route("/admin/history/export.csv", get(exports::export_csv))
         .route("/admin/history/export.json", get(exports::export_json))
+        .route("/admin/audit/export.csv", get(exports::export_audit_csv))
         .route("/admin/artifacts/{id}", get(artifacts::download))
         .route("/metrics", get(metrics::metrics))
         .route("/auth/login", post(auth::login))

@@ -199,16 +199,17 @@ impl SandboxService {
             ));
         };
         let values = stored.value.as_object().cloned().unwrap_or_default();
-        let values =
-            match self.open_secrets(kind, values) {
-                Ok(values) => values,
-                Err(error) => return Ok(invalid(
+        let values = match self.open_secrets(kind, values) {
+            Ok(values) => values,
+            Err(error) => {
+                return Ok(invalid(
                     FORM_ERROR,
                     format!(
                         "Version #{id}'s secrets cannot be opened ({error}); nothing was restored."
                     ),
-                )),
-            };
+                ))
+            }
+        };
         self.save_values(actor, kind, values, expected, false, gate, Some(id))
             .await
     }

@@ -10,7 +10,7 @@ pub async fn revoke_api_key(id: String) -> Result<ApiKeyInfo, AppError> {
         server_fns::guard::{flash_to, internal, plain_form, reject},
     };
 
-    crate::server_fns::require_admin().await?;
+    let admin = crate::server_fns::require_admin().await?;
     let id: i64 = id
         .trim()
         .parse()
@@ -20,6 +20,14 @@ pub async fn revoke_api_key(id: String) -> Result<ApiKeyInfo, AppError> {
         .await
         .map_err(internal)?
         .ok_or_else(|| "That key does not exist or was revoked already.".to_owned());
+    if let Ok(key) = &revoked {
+        crate::server_fns::account::audit(
+            &admin.username,
+            "key_revoke",
+            &[("key", key.name.clone())],
+        )
+        .await;
+    }
     if plain_form() {
         let flash = match &revoked {
             Ok(key) => ApiKeyFlash::Revoked {

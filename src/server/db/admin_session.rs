@@ -1,0 +1,100 @@
+//! Repository for `admin_session`: one row per signed-in browser, so an admin can list their
+//! sessions and sign the others out.
+
+use sqlx::SqlitePool;
+
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
+pub struct SessionRow {
+    pub id: String,
+    pub address: Option<String>,
+    pub user_agent: Option<String>,
+    pub created_at: String,
+    pub last_seen_at: String,
+}
+
+pub async fn insert(
+    pool: &SqlitePool,
+    id: &str,
+    admin_id: i64,
+    address: Option<&str>,
+    user_agent: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "insert into admin_session (id, admin_id, address, user_agent) values (?, ?, ?, ?)",
+    )
+    .bind(id)
+    .bind(admin_id)
+    .bind(address)
+    .bind(user_agent)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Whether session `id` of `admin_id` still exists; marks it seen (at most once a minute).
+pub async fn touch(pool: &SqlitePool, id: &str, admin_id: i64) -> Result<bool, sqlx::Error> {
+    let exists: Option<i64> =
+        sqlx::query_scalar("select 1 from admin_session where id = ? and admin_id = ?")
+            .bind(id)
+            .bind(admin_id)
+            .fetch_optional(pool)
+            .await?;
+    if exists.is_some() {
+        sqlx::query(
+            "update admin_session set last_seen_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
+             where id = ? and last_seen_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-60 seconds')",
+        )
+        .bind(id)
+        .execute(pool)
+        .await?;
+    }
+    Ok(exists.is_some())
+}
+
+/// `admin_id`'s sessions seen within `idle_minutes`, newest first (older rows are deleted).
+pub async fn list(
+    pool: &SqlitePool,
+    admin_id: i64,
+    idle_minutes: u32,
+) -> Result<Vec<SessionRow>, sqlx::Error> {
+    let cutoff = format!("-{idle_minutes} minutes");
+    sqlx::query(
+        "delete from admin_session where admin_id = ? \
+         and last_seen_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)",
+    )
+    .bind(admin_id)
+    .bind(&cutoff)
+    .execute(pool)
+    .await?;
+    sqlx::query_as(
+        "select id, address, user_agent, created_at, last_seen_at from admin_session \
+         where admin_id = ? order by last_seen_at desc, created_at desc",
+    )
+    .bind(admin_id)
+    .fetch_all(pool)
+    .await
+}
+
+/// Deletes `admin_id`'s sessions except `keep` (all of them when `keep` is `None`); returns
+/// how many went.
+pub async fn delete_others(
+    pool: &SqlitePool,
+    admin_id: i64,
+    keep: Option<&str>,
+) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query("delete from admin_session where admin_id = ? and id <> ?")
+        .bind(admin_id)
+        .bind(keep.unwrap_or(""))
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected())
+}
+
+/// Deletes one session row (sign-out).
+pub async fn delete(pool: &SqlitePool, id: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("delete from admin_session where id = ?")
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,84 @@
+use leptos::prelude::*;
+
+use crate::server_fns::error::AppError;
+
+/// Changes the signed-in admin's own password: `current` must be right, `new` typed twice
+/// (`confirm`). Every other session of the account is signed out; this one stays signed in.
+#[server(prefix = "/rpc", endpoint = "change_password")]
+pub async fn change_password(
+    #[server(default)] current: String,
+    #[server(default)] new: String,
+    #[server(default)] confirm: String,
+) -> Result<(), AppError> {
+    use crate::server::auth::{
+        account::{self, ChangeError},
+        session,
+    };
+    use crate::server_fns::guard::{internal, reject};
+
+    let admin = crate::server_fns::require_admin().await?;
+    let state = expect_context::<crate::server::state::AppState>();
+    let refused = |message: String| async move {
+        super::flash_notice(super::PAGE, "error", message.clone()).await?;
+        Err::<(), _>(reject(AppError::BadRequest(message)))
+    };
+    if new != confirm {
+        return refused(
+            "The new password and its confirmation differ: nothing was changed.".into(),
+        )
+        .await;
+    }
+    let user = match account::change_password(&state.pool, admin.id, current, new).await {
+        Ok(user) => user,
+        Err(ChangeError::Password(e @ crate::server::auth::password::PasswordError::TooShort)) => {
+            return refused(format!("Nothing was changed: {e}.")).await
+        }
+        Err(e @ (ChangeError::WrongCurrent | ChangeError::Same)) => {
+            return refused(format!("{e} Nothing was changed.")).await
+        }
+        Err(other) => return Err(internal(other)),
+    };
+    // The new epoch signed every session out, this one too: sign it in again.
+    let web = leptos_axum::extract::<tower_sessions::Session>()
+        .await
+        .map_err(internal)?;
+    let parts = use_context::<axum::http::request::Parts>();
+    let address = parts
+        .as_ref()
+        .and_then(|p| {
+            p.extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        })
+        .map(|c| c.0.ip().to_string());
+    let user_agent = parts.as_ref().and_then(|p| {
+        p.headers
+            .get(axum::http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    });
+    if let Some(old) = session::session_id(&web).await.map_err(internal)? {
+        let _ = crate::server::db::admin_session::delete(&state.pool, &old).await;
+    }
+    crate::server::db::admin_session::delete_others(&state.pool, admin.id, None)
+        .await
+        .map_err(internal)?;
+    session::sign_in(
+        &web,
+        &state.pool,
+        &user,
+        session::Client {
+            address: address.as_deref(),
+            user_agent: user_agent.as_deref(),
+        },
+    )
+    .await
+    .map_err(internal)?;
+    super::audit(&admin.username, "password_change", &[]).await;
+    super::flash_notice(
+        super::PAGE,
+        "success",
+        "Password changed. Your other sessions were signed out.".into(),
+    )
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,57 @@
+//! Server functions of the Account page (your password, your sessions, your theme) and the
+//! one-time outcome both account pages show.
+
+mod change_password;
+mod get;
+mod set_theme;
+mod sign_out_others;
+mod take_flash;
+
+pub use change_password::*;
+pub use get::*;
+pub use set_theme::*;
+pub use sign_out_others::*;
+pub use take_flash::*;
+
+/// Where the Account page lives.
+pub const PAGE: &str = "/admin/account";
+
+/// Records an account event in the audit (never a password: who, what, and about whom).
+#[cfg(feature = "ssr")]
+pub(crate) async fn audit(actor: &str, action: &str, detail: &[(&str, String)]) {
+    let state = leptos::prelude::expect_context::<crate::server::state::AppState>();
+    let detail = detail
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), serde_json::Value::String(v.clone())))
+        .collect();
+    if let Err(error) = crate::server::db::settings_audit::record_event(
+        &state.pool,
+        actor,
+        "account",
+        None,
+        action,
+        &detail,
+    )
+    .await
+    {
+        tracing::warn!(%error, action, "could not record an account event in the audit");
+    }
+}
+
+/// For a plain form post: keeps `flash` for the next view of `page` and redirects there.
+#[cfg(feature = "ssr")]
+pub(crate) async fn flash_notice(
+    page: &str,
+    class: &str,
+    text: String,
+) -> Result<(), crate::server_fns::error::AppError> {
+    use crate::server_fns::guard::{flash_to, plain_form};
+    if plain_form() {
+        flash_to(
+            &crate::model::admin::AccountFlash::Notice(class.to_owned(), text),
+            page,
+        )
+        .await?;
+    }
+    Ok(())
+}

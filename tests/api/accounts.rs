@@ -1,0 +1,316 @@
+//! Accounts in the console: generated passwords must be changed at the first sign-in; the
+//! Account page (password, sessions); the Administrators page (add, disable, new password);
+//! every one of these events in the audit. Real server, real SQLite file.
+
+use crate::helpers::{location, spawn_app, TestApp, ADMIN, PASSWORD};
+
+const ENDPOINTS: [&str; 9] = [
+    "account",
+    "change_password",
+    "sign_out_other_sessions",
+    "set_theme",
+    "take_account_flash",
+    "administrators",
+    "add_administrator",
+    "reset_administrator_password",
+    "set_administrator_disabled",
+];
+
+async fn audit_actions(app: &TestApp) -> Vec<(String, String)> {
+    sqlx::query_as("select actor, action from settings_audit where setting = 'account' order by id")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+}
+
+async fn add(app: &TestApp, name: &str) -> String {
+    app.call_ok("add_administrator", &[("username", name)])
+        .await
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn anonymous_callers_get_401_from_every_account_endpoint() {
+    let app = spawn_app().await;
+    for name in ENDPOINTS {
+        let response = app
+            .call(
+                name,
+                &[
+                    ("id", "1"),
+                    ("disabled", "true"),
+                    ("theme", "dark"),
+                    ("username", "x"),
+                ],
+            )
+            .await;
+        assert_eq!(response.status().as_u16(), 401, "{name}");
+    }
+    assert_eq!(
+        location(&app.get("/admin/account").await),
+        "/login?next=/admin/account"
+    );
+}
+
+#[tokio::test]
+async fn a_generated_password_must_be_changed_before_anything_else() {
+    let app = spawn_app().await;
+    app.login().await;
+    let generated = add(&app, "second").await;
+    assert!(generated.len() >= 16, "{generated}");
+    let second = app.sibling();
+
+    let signed_in = second.login_as("second", &generated, "/").await;
+
+    assert_eq!(signed_in.status().as_u16(), 303);
+    assert_eq!(location(&second.get("/").await), "/admin/account");
+    assert_eq!(
+        location(&second.get("/admin/sandbox-settings").await),
+        "/admin/account"
+    );
+    let refused = second.call("sandbox_settings", &[]).await;
+    assert_eq!(refused.status().as_u16(), 403);
+    assert!(refused
+        .text()
+        .await
+        .unwrap()
+        .contains("password_change_required"));
+    let account = second.call_ok("account", &[]).await;
+    assert_eq!(account["admin"]["must_change_password"], true);
+    assert_eq!(second.get("/admin/account").await.status().as_u16(), 200);
+
+    let wrong = second
+        .call(
+            "change_password",
+            &[
+                ("current", "nope-nope"),
+                ("new", "a-new-pass-1"),
+                ("confirm", "a-new-pass-1"),
+            ],
+        )
+        .await;
+    assert_eq!(wrong.status().as_u16(), 400);
+    assert!(wrong
+        .text()
+        .await
+        .unwrap()
+        .contains("current password is not right"));
+    let mismatch = second
+        .call(
+            "change_password",
+            &[
+                ("current", &generated),
+                ("new", "a-new-pass-1"),
+                ("confirm", "a-new-pass-2"),
+            ],
+        )
+        .await;
+    assert_eq!(mismatch.status().as_u16(), 400);
+    let short = second
+        .call(
+            "change_password",
+            &[
+                ("current", &generated),
+                ("new", "short"),
+                ("confirm", "short"),
+            ],
+        )
+        .await;
+    assert_eq!(short.status().as_u16(), 400);
+    second
+        .call_ok(
+            "change_password",
+            &[
+                ("current", &generated),
+                ("new", "a-new-pass-1"),
+                ("confirm", "a-new-pass-1"),
+            ],
+        )
+        .await;
+
+    // This session goes on, and every page opens.
+    assert_eq!(second.get("/").await.status().as_u16(), 200);
+    second.call_ok("sandbox_settings", &[]).await;
+    let account = second.call_ok("account", &[]).await;
+    assert_eq!(account["admin"]["must_change_password"], false);
+    // The old password no longer signs in; the new one does.
+    let third = app.sibling();
+    assert_eq!(
+        third
+            .login_json("second", &generated)
+            .await
+            .status()
+            .as_u16(),
+        401
+    );
+    assert_eq!(
+        third
+            .login_json("second", "a-new-pass-1")
+            .await
+            .status()
+            .as_u16(),
+        200
+    );
+    assert_eq!(
+        audit_actions(&app).await,
+        [
+            (ADMIN.to_owned(), "admin_add".to_owned()),
+            ("second".to_owned(), "password_change".to_owned())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_admin_sees_their_sessions_and_signs_the_others_out() {
+    let app = spawn_app().await;
+    app.login().await;
+    let phone = app.sibling();
+    phone.login().await;
+
+    let account = app.call_ok("account", &[]).await;
+    let sessions = account["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{account}");
+    assert_eq!(sessions.iter().filter(|s| s["current"] == true).count(), 1);
+    assert_eq!(sessions[0]["address"], "127.0.0.1");
+
+    let gone = app.call_ok("sign_out_other_sessions", &[]).await;
+
+    assert_eq!(gone, 1);
+    assert_eq!(phone.call("account", &[]).await.status().as_u16(), 401);
+    app.call_ok("account", &[]).await;
+    assert_eq!(
+        app.call_ok("account", &[]).await["sessions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    // Changing the password signs the others out as well.
+    phone.login().await;
+    app.call_ok(
+        "change_password",
+        &[
+            ("current", PASSWORD),
+            ("new", "another-pass-9"),
+            ("confirm", "another-pass-9"),
+        ],
+    )
+    .await;
+    assert_eq!(phone.call("account", &[]).await.status().as_u16(), 401);
+    app.call_ok("account", &[]).await;
+    // The theme is remembered per admin, and only known themes are taken.
+    app.call_ok("set_theme", &[("theme", "dark")]).await;
+    assert_eq!(app.call_ok("account", &[]).await["admin"]["theme"], "dark");
+    assert_eq!(
+        app.call("set_theme", &[("theme", "purple")])
+            .await
+            .status()
+            .as_u16(),
+        400
+    );
+    assert!(app.text_of("/").await.contains(r#"data-theme="dark""#));
+}
+
+#[tokio::test]
+async fn a_disabled_admin_is_signed_out_and_cannot_sign_in_until_enabled() {
+    let app = spawn_app().await;
+    app.login().await;
+    let generated = add(&app, "temp").await;
+    let temp = app.sibling();
+    temp.login_json("temp", &generated).await;
+    let admins = app.call_ok("administrators", &[]).await;
+    let id = admins
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["username"] == "temp")
+        .unwrap()["id"]
+        .to_string();
+    let me = admins
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["username"] == ADMIN)
+        .unwrap()["id"]
+        .to_string();
+
+    app.call_ok(
+        "set_administrator_disabled",
+        &[("id", &id), ("disabled", "true")],
+    )
+    .await;
+
+    assert_eq!(temp.call("account", &[]).await.status().as_u16(), 401);
+    assert_eq!(
+        temp.login_json("temp", &generated).await.status().as_u16(),
+        401
+    );
+    let refused = app
+        .call(
+            "set_administrator_disabled",
+            &[("id", &me), ("disabled", "true")],
+        )
+        .await;
+    assert_eq!(refused.status().as_u16(), 400);
+    app.call_ok(
+        "set_administrator_disabled",
+        &[("id", &id), ("disabled", "false")],
+    )
+    .await;
+    assert_eq!(
+        temp.login_json("temp", &generated).await.status().as_u16(),
+        200
+    );
+
+    // A new generated password: the old one stops working, the new one must be changed.
+    let fresh = app
+        .call_ok("reset_administrator_password", &[("id", &id)])
+        .await
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        temp.call("account", &[]).await.status().as_u16(),
+        401,
+        "signed out"
+    );
+    assert_eq!(
+        temp.login_json("temp", &generated).await.status().as_u16(),
+        401
+    );
+    assert_eq!(temp.login_json("temp", &fresh).await.status().as_u16(), 200);
+    assert_eq!(
+        temp.call_ok("account", &[]).await["admin"]["must_change_password"],
+        true
+    );
+    let own = app
+        .call("reset_administrator_password", &[("id", &me)])
+        .await;
+    assert_eq!(own.status().as_u16(), 400);
+    let actions: Vec<String> = audit_actions(&app)
+        .await
+        .into_iter()
+        .map(|(_, a)| a)
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "admin_add",
+            "admin_disable",
+            "admin_enable",
+            "admin_password_reset"
+        ]
+    );
+    let detail: String = sqlx::query_scalar(
+        "select detail from settings_audit where action = 'admin_password_reset'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(
+        detail.contains("temp") && !detail.contains(&fresh),
+        "{detail}"
+    );
+}
