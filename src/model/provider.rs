@@ -29,7 +29,28 @@ pub struct HealthReport {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolState {
     pub size: u64,
+    /// Running a program.
     pub busy: u64,
+    /// Starting a container to keep warm (docker): neither busy nor ready yet.
+    #[serde(default)]
+    pub warming: u64,
+}
+
+impl PoolState {
+    /// The pool in the words every page uses: "1 busy, 1 warming, 2 idle of 4".
+    pub fn describe(&self) -> String {
+        pool_words(self.busy, self.warming, self.size)
+    }
+}
+
+/// A pool (or one language's part of it) in the words every page uses.
+pub fn pool_words(busy: u64, warming: u64, size: u64) -> String {
+    let idle = size.saturating_sub(busy + warming);
+    if warming > 0 {
+        format!("{busy} busy, {warming} warming, {idle} idle of {size}")
+    } else {
+        format!("{busy} busy, {idle} idle of {size}")
+    }
 }
 
 /// The provider that runs code now, as the settings page, the dashboard and the API show it.
@@ -48,4 +69,21 @@ pub struct RunningProvider {
     pub kind: String,
     pub name: String,
     pub languages: Vec<crate::model::execution::Language>,
+}
+
+#[cfg(test)]
+mod pool_tests {
+    use super::{pool_words, PoolState};
+
+    #[test]
+    fn warming_slots_are_neither_busy_nor_idle() {
+        assert_eq!(pool_words(0, 0, 4), "0 busy, 4 idle of 4");
+        assert_eq!(pool_words(1, 2, 4), "1 busy, 2 warming, 1 idle of 4");
+        let state = PoolState {
+            size: 2,
+            busy: 2,
+            warming: 0,
+        };
+        assert_eq!(state.describe(), "2 busy, 0 idle of 2");
+    }
 }

@@ -166,7 +166,7 @@ async fn health_reports_daemon_runtime_images_and_pool() {
         assert_eq!(health.details["pool_javascript_busy"], json!(0));
         assert!(health.details["api_version"].as_str().is_some());
         assert!(
-            health.message.contains("python 2 idle, 0 busy of 2"),
+            health.message.contains("python 0 busy, 2 idle of 2"),
             "{}",
             health.message
         );

@@ -245,3 +245,48 @@ async fn trial_runs_reject_bad_input_with_400() {
         assert!(body.contains(expected), "{body}");
     }
 }
+
+#[tokio::test]
+async fn an_unticked_switch_saves_false_not_the_default() {
+    let app = spawn_app().await;
+    app.login().await;
+    // fresh_container_per_run defaults to true; the form shows it as a switch.
+    let form = [
+        ("kind", "docker"),
+        ("expected_version", ""),
+        ("switch[fresh_container_per_run]", "1"),
+    ];
+
+    let saved = app.call_ok("save_sandbox_settings", &form).await;
+
+    assert_eq!(saved["Saved"]["version"], 1, "{saved}");
+    let settings = app.call_ok("sandbox_settings", &[]).await;
+    let docker = settings["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["info"]["kind"] == "docker")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        docker["values"]["fresh_container_per_run"], false,
+        "{docker}"
+    );
+    // Ticked, it posts "true" next to the marker.
+    let ticked = [
+        ("kind", "docker"),
+        ("expected_version", "1"),
+        ("values[fresh_container_per_run]", "true"),
+        ("switch[fresh_container_per_run]", "1"),
+    ];
+    app.call_ok("save_sandbox_settings", &ticked).await;
+    let settings = app.call_ok("sandbox_settings", &[]).await;
+    let docker = settings["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["info"]["kind"] == "docker")
+        .unwrap()
+        .clone();
+    assert_eq!(docker["values"]["fresh_container_per_run"], true);
+}

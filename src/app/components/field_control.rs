@@ -56,12 +56,17 @@ pub fn FieldControl(
         }
         .into_any(),
         FieldKind::Boolean => {
+            // A switch: a checkbox, plus a marker that it was on the form, so an unticked
+            // switch posts "false" (not "missing", which would mean the default) — with
+            // JavaScript off too.
             let on = text == "true";
             view! {
-                <select id=id.clone() name=name disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus>
-                    <option value="true" selected=on>"Yes"</option>
-                    <option value="false" selected=!on>"No"</option>
-                </select>
+                <span class="switch">
+                    <input id=id.clone() name=name type="checkbox" role="switch" value="true" checked=on
+                        disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus/>
+                    <span class="track" aria-hidden="true"></span>
+                </span>
+                <input type="hidden" name=format!("switch[{}]", field.key) value="1"/>
             }
             .into_any()
         }

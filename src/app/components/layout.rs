@@ -3,6 +3,19 @@ use leptos_router::components::A;
 
 use crate::server_fns::{auth::current_admin, environments::environment_notice};
 
+/// The main navigation's links (only pages that exist).
+fn nav_links() -> impl IntoView {
+    view! {
+        <A href="/" exact=true>"Dashboard"</A>
+        <A href="/admin/sandbox-settings">"Sandbox settings"</A>
+        <A href="/admin/environments">"Environments"</A>
+        <A href="/admin/history">"History"</A>
+        <A href="/admin/api-keys">"API keys"</A>
+        <A href="/admin/audit">"Audit"</A>
+        <A href="/admin/administrators">"Administrators"</A>
+    }
+}
+
 /// The frame of every signed-in page: brand, navigation (only pages that exist), the
 /// signed-in admin and the sign-out button (a plain form: it works without JavaScript).
 #[component]
@@ -25,15 +38,12 @@ pub fn Layout(children: Children) -> impl IntoView {
                 <span class="brand-mark" aria-hidden="true">"▣"</span>
                 " sandbox-console"
             </a>
-            <nav class="mainnav" aria-label="Main">
-                <A href="/" exact=true>"Dashboard"</A>
-                <A href="/admin/sandbox-settings">"Sandbox settings"</A>
-                <A href="/admin/environments">"Environments"</A>
-                <A href="/admin/history">"History"</A>
-                <A href="/admin/api-keys">"API keys"</A>
-                <A href="/admin/audit">"Audit"</A>
-                <A href="/admin/administrators">"Administrators"</A>
-            </nav>
+            <nav class="mainnav wide" aria-label="Main">{nav_links()}</nav>
+            // On a phone the links fold into a menu that opens without JavaScript.
+            <details class="menu narrow">
+                <summary>"Menu"</summary>
+                <nav class="mainnav" aria-label="Main">{nav_links()}</nav>
+            </details>
             <div class="account">
                 <Transition fallback=|| ()>
                     {move || {

@@ -19,7 +19,7 @@ pub enum Pending {
 }
 
 /// A provider's settings, built field by field from its schema, in collapsible sections,
-/// with Save and Test connection in an action bar that stays in view. It sits in the page's
+/// with Save and Test connection in an action bar at its top that stays in view. It sits in the page's
 /// one form (with the trial run): Save posts it to the save function, "Test connection"
 /// posts the same (unsaved) values to the test function; both work without JavaScript.
 /// `unhealthy` is set when the last save was refused by the health check: (the provider is
@@ -90,14 +90,29 @@ pub fn ProviderForm(
     view! {
         <section class="card provider-form" aria-labelledby="provider-title">
             <h2 id="provider-title">{card.info.name.clone()}</h2>
+            <div class="actions sticky-actions" data-testid="action-bar">
+                <button type="submit" class="button" disabled=busy data-testid="save">"Save"</button>
+                <button type="submit" class="button ghost" formaction="/rpc/test_sandbox_connection"
+                    disabled=busy data-testid="test-connection">"Test connection"</button>
+                {move || (pending.get() == Some(Pending::Save)).then(|| view! {
+                    <span class="loading"><span class="spinner" aria-hidden="true"></span>" Working…"</span>
+                })}
+                {card.active.then(|| view! { <span class="help">"Saving the active provider runs its health check first."</span> })}
+            </div>
+            {(!card.active).then(|| view! {
+                <label class="check">
+                    <input type="checkbox" name="make_active" value="on" checked=unhealthy.is_some_and(|(_, m)| m)/>
+                    " Make this the active provider"
+                </label>
+            })}
             {form_error.map(|e| view! { <p class="notice error" role="alert">{e}</p> })}
-            {unhealthy.map(|(active, make_active)| view! {
+            {unhealthy.map(|(active, _)| view! {
                 <div class="notice error anyway" data-testid="unhealthy">
                     <p>"Fix the settings and save again, or choose explicitly:"</p>
                     <div class="actions">
                         <button type="submit" class="button danger" name="anyway" value="activate"
                             data-testid="activate-anyway">
-                            {if active { "Apply anyway" } else { "Activate anyway" }}
+                            "Activate anyway"
                         </button>
                         <button type="submit" class="button ghost" name="anyway" value="inactive"
                             data-testid="save-inactive">"Save anyway (inactive)"</button>
@@ -108,7 +123,6 @@ pub fn ProviderForm(
                         } else {
                             "Save anyway (inactive) saves these values without making the provider active."
                         }}
-                        {make_active.then_some(" ")}
                         {has_secrets.then_some(" Secrets you typed are never sent back to the browser: type them again first.")}
                     </p>
                 </div>
@@ -116,21 +130,6 @@ pub fn ProviderForm(
             <input type="hidden" name="kind" value=card.info.kind.clone()/>
             <input type="hidden" name="expected_version" value=card.version.map(|v| v.to_string()).unwrap_or_default()/>
             {sections}
-            {(!card.active).then(|| view! {
-                <label class="check">
-                    <input type="checkbox" name="make_active" value="on" checked=unhealthy.is_some_and(|(_, m)| m)/>
-                    " Make this the active provider"
-                </label>
-            })}
-            <div class="actions sticky-actions" data-testid="action-bar">
-                <button type="submit" class="button" disabled=busy data-testid="save">"Save"</button>
-                <button type="submit" class="button ghost" formaction="/rpc/test_sandbox_connection"
-                    disabled=busy data-testid="test-connection">"Test connection"</button>
-                {move || (pending.get() == Some(Pending::Save)).then(|| view! {
-                    <span class="loading"><span class="spinner" aria-hidden="true"></span>" Working…"</span>
-                })}
-                {card.active.then(|| view! { <span class="help">"Saving the active provider runs its health check first."</span> })}
-            </div>
             {card.updated_at.clone().map(|at| view! {
                 <p class="help">"Last saved " {crate::app::format::utc_time(&at)} " UTC" {card.updated_by.clone().map(|by| format!(" by {by}"))} "."</p>
             })}

@@ -54,7 +54,7 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
                 }}
                 <p class="muted">{health.message.clone()}</p>
                 {dashboard.pool.map(|pool| view! {
-                    <p data-testid="dashboard-pool">{format!("Pool: {} busy, {} idle of {}", pool.busy, pool.size.saturating_sub(pool.busy), pool.size)}</p>
+                    <p data-testid="dashboard-pool">{format!("Pool: {}", pool.describe())}</p>
                 })}
             </section>
             <section class="card" data-testid="dashboard-last-hour">

@@ -76,13 +76,27 @@ fn save_notice(outcome: &SaveOutcome, restored: Option<i64>) -> Notice {
             } else {
                 "it would become the active provider, and with these settings it fails its health check"
             };
-            ("error", format!("Nothing was {what}: {why}. {}", health.message))
+            ("error", format!("Nothing was {what}: {why}. {}", sentence(&health.message)))
         }
         SaveOutcome::Kept { id } => (
             "info",
             format!("Kept as version #{id}, not applied: new runs still use the settings they used before. Restore it from History when it is ready."),
         ),
     }
+}
+
+/// `text` as a sentence: a capital first letter, and a full stop.
+fn sentence(text: &str) -> String {
+    let text = text.trim();
+    let mut chars = text.chars();
+    let Some(first) = chars.next() else {
+        return String::new();
+    };
+    let mut out: String = first.to_uppercase().chain(chars).collect();
+    if !out.ends_with(['.', '!', '?']) {
+        out.push('.');
+    }
+    out
 }
 
 #[component]
@@ -205,7 +219,7 @@ fn Settings(
                                     <span class="health-message" data-testid="health-message">{health.message}</span>
                                     {settings.active_pool.map(|pool| view! {
                                         <span class="pool" data-testid="pool-status">
-                                            {format!("Pool: {} busy of {}", pool.busy, pool.size)}
+                                            {format!("Pool: {}", pool.describe())}
                                         </span>
                                     })}
                                 }

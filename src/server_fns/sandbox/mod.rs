@@ -24,6 +24,19 @@ fn form_values(
         .collect()
 }
 
+/// The form's values with each switch it showed (`switch[<key>]`) that was not ticked
+/// (so not posted) set to `false`.
+#[cfg(feature = "ssr")]
+fn with_switches(
+    mut values: std::collections::HashMap<String, String>,
+    switches: std::collections::HashMap<String, String>,
+) -> std::collections::HashMap<String, String> {
+    for key in switches.into_keys() {
+        values.entry(key).or_insert_with(|| "false".to_owned());
+    }
+    values
+}
+
 /// The trial form's fields, when a post carried them.
 #[cfg(feature = "ssr")]
 fn trial_input(

@@ -14,6 +14,7 @@ pub async fn run_trial(
     #[server(default)] timeout_secs: String,
     #[server(default)] kind: String,
     #[server(default)] values: std::collections::HashMap<String, String>,
+    #[server(default)] switch: std::collections::HashMap<String, String>,
 ) -> Result<ExecutionResult, AppError> {
     use crate::{
         model::settings::{FlashOutcome, SandboxFlash, TrialInput},
@@ -53,9 +54,10 @@ pub async fn run_trial(
             result: result.clone().map_err(|e| e.to_string()),
             downloads,
         };
-        let values = state
-            .sandbox
-            .without_secrets(&kind, super::form_values(values));
+        let values = state.sandbox.without_secrets(
+            &kind,
+            super::form_values(super::with_switches(values, switch)),
+        );
         let flash = SandboxFlash {
             kind: kind.clone(),
             values,

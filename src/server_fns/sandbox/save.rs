@@ -18,6 +18,7 @@ use crate::{model::settings::SaveOutcome, server_fns::error::AppError};
 pub async fn save_sandbox_settings(
     kind: String,
     #[server(default)] values: HashMap<String, String>,
+    #[server(default)] switch: HashMap<String, String>,
     #[server(default)] expected_version: String,
     #[server(default)] make_active: Option<String>,
     #[server(default)] anyway: String,
@@ -52,7 +53,7 @@ pub async fn save_sandbox_settings(
         }
     };
     let state = expect_context::<crate::server::state::AppState>();
-    let values = super::form_values(values);
+    let values = super::form_values(super::with_switches(values, switch));
     let outcome = state
         .sandbox
         .save(

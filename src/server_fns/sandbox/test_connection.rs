@@ -9,6 +9,7 @@ use crate::{model::settings::ConnectionReport, server_fns::error::AppError};
 pub async fn test_sandbox_connection(
     kind: String,
     #[server(default)] values: HashMap<String, String>,
+    #[server(default)] switch: HashMap<String, String>,
     #[server(default)] language: String,
     #[server(default)] code: String,
     #[server(default)] arguments: String,
@@ -19,7 +20,7 @@ pub async fn test_sandbox_connection(
     let admin = crate::server_fns::require_admin().await?;
     let trial = super::trial_input(language, code, arguments, timeout_secs);
     let state = expect_context::<crate::server::state::AppState>();
-    let values = super::form_values(values);
+    let values = super::form_values(super::with_switches(values, switch));
     let report = state
         .sandbox
         .test_connection(

@@ -512,11 +512,13 @@ impl SandboxProvider for DockerProvider {
             .iter()
             .map(|p| {
                 format!(
-                    "{} {} idle, {} busy of {}",
+                    "{} {}",
                     p.language.id(),
-                    p.idle(),
-                    p.busy(),
-                    p.size()
+                    crate::model::provider::pool_words(
+                        p.busy() as u64,
+                        p.warming() as u64,
+                        p.size() as u64
+                    )
                 )
             })
             .collect();
@@ -538,7 +540,12 @@ impl SandboxProvider for DockerProvider {
     fn pool_state(&self) -> Option<PoolState> {
         let size = self.pools().iter().map(|p| p.size() as u64).sum();
         let busy = self.pools().iter().map(|p| p.busy() as u64).sum();
-        Some(PoolState { size, busy })
+        let warming = self.pools().iter().map(|p| p.warming() as u64).sum();
+        Some(PoolState {
+            size,
+            busy,
+            warming,
+        })
     }
 
     fn warm_up(&self) {

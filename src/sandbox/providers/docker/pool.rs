@@ -10,7 +10,7 @@
 
 use std::{
     sync::{
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, Mutex,
     },
     time::Duration,
@@ -33,6 +33,8 @@ pub struct Pool {
     /// Containers whose removal failed: removed again on the next health check and at close.
     leftovers: Mutex<Vec<String>>,
     closed: AtomicBool,
+    /// Slots holding a permit to start a warm container (counted apart from runs).
+    warming: AtomicUsize,
 }
 
 /// A container checked out for one run. Give it back with [`Pool::release`]; dropped
@@ -89,6 +91,7 @@ impl Pool {
             idle: Mutex::new(Vec::new()),
             leftovers: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            warming: AtomicUsize::new(0),
         }
     }
 
@@ -96,8 +99,14 @@ impl Pool {
         self.size
     }
 
+    /// Slots running a program (a slot that is warming a container is not one).
     pub fn busy(&self) -> usize {
-        self.size - self.slots.available_permits()
+        (self.size - self.slots.available_permits()).saturating_sub(self.warming())
+    }
+
+    /// Slots starting a container to keep warm.
+    pub fn warming(&self) -> usize {
+        self.warming.load(Ordering::SeqCst)
     }
 
     pub fn idle(&self) -> usize {
@@ -260,6 +269,14 @@ impl Pool {
         if self.closed() {
             return;
         }
+        self.warming.fetch_add(1, Ordering::SeqCst);
+        self.start_warm(shared).await;
+        drop(permit);
+        self.warming.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// One container started and parked idle (or removed when the pool closed meanwhile).
+    async fn start_warm(&self, shared: &Shared) {
         match shared.start(self.language).await {
             Ok(id) => {
                 if let Some(id) = self.park(id) {
@@ -273,7 +290,6 @@ impl Pool {
                 tracing::warn!(language = %self.language, %error, "could not warm a sandbox container")
             }
         }
-        drop(permit);
     }
 
     /// Drops idle containers that are no longer running (killed or removed behind our back,

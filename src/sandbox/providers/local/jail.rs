@@ -489,10 +489,14 @@ pub fn probe(config: &LocalConfig, mount: Option<&Mount>) -> Result<Map<String, 
         .map_err(|e| format!("the kernel refused to create the sandbox: {e}"))?;
     let text = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let said = match stderr.trim() {
+            "" => String::new(),
+            text => format!(": {text}"),
+        };
         return Err(format!(
-            "the probe failed ({}): {}",
-            output.status.reason,
-            String::from_utf8_lossy(&output.stderr).trim()
+            "the probe with {} failed ({}){said}",
+            config.python_path, output.status.reason
         ));
     }
     match text.split_whitespace().collect::<Vec<_>>().as_slice() {

@@ -243,7 +243,11 @@ impl SandboxProvider for LocalProvider {
     fn pool_state(&self) -> Option<PoolState> {
         let size = u64::from(self.config.max_concurrent_runs);
         let busy = (size as usize).saturating_sub(self.slots.available_permits()) as u64;
-        Some(PoolState { size, busy })
+        Some(PoolState {
+            size,
+            busy,
+            warming: 0,
+        })
     }
 
     fn run_deadline(&self, request: &ExecRequest) -> Duration {

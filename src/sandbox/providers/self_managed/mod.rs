@@ -415,6 +415,7 @@ impl SandboxProvider for SelfManagedProvider {
         Some(PoolState {
             size,
             busy: size.saturating_sub(slots.available_permits() as u64),
+            warming: 0,
         })
     }
 
