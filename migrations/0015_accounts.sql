@@ -1,9 +1,10 @@
 -- Accounts in the console: a generated first-start (or reset) password must be changed at
 -- the next sign-in; an administrator can be disabled (not deleted: the audit names them); each
--- admin's theme choice (auto follows the browser).
+-- admin's theme and language choices (auto follows the browser).
 alter table admin_user add column must_change_password integer not null default 0;
 alter table admin_user add column disabled_at text;
 alter table admin_user add column theme text not null default 'auto';
+alter table admin_user add column locale text not null default 'auto';
 -- Each signed-in browser, so an admin can see theirs and sign the others out. id is a random
 -- token the session remembers; a session whose row is gone is signed out.
 create table admin_session (

@@ -63,14 +63,16 @@ test('the theme chosen on the Account page is remembered', async ({ page, javaSc
   await page.locator('#theme').selectOption('dark');
   await page.getByTestId('save-theme').click();
   await expect(page.getByTestId('account-notice')).toContainText('Theme saved');
-  await expect(page.locator('.app')).toHaveAttribute('data-theme', 'dark');
+  await expect(page.locator('.theme-mark')).toHaveAttribute('data-theme', 'dark');
   expect(await background()).not.toBe(light);
   await page.goto('/admin/history');
-  await expect(page.locator('.app')).toHaveAttribute('data-theme', 'dark');
+  await expect(page.locator('.theme-mark')).toHaveAttribute('data-theme', 'dark');
+  expect(await background()).not.toBe(light);
 
   await page.goto('/admin/account');
   await page.locator('#theme').selectOption('auto');
   await page.getByTestId('save-theme').click();
   await expect(page.getByTestId('account-notice')).toContainText('Theme saved');
-  await expect(page.locator('.app')).not.toHaveAttribute('data-theme', 'dark');
+  await expect(page.locator('.theme-mark')).toHaveAttribute('data-theme', 'auto');
+  expect(await background()).toBe(light);
 });

@@ -37,6 +37,7 @@ pub fn App() -> impl IntoView {
         <Stylesheet id="leptos" href="/pkg/sandbox-console.css"/>
         <Link rel="icon" href="/favicon.svg" type_="image/svg+xml"/>
         <Title formatter=|page: String| if page.is_empty() { "sandbox-console".to_owned() } else { format!("{page} · sandbox-console") }/>
+        <crate::i18n::I18nContextProvider>
         <Router>
             <Routes fallback=|| view! { <Layout><NotFoundPage/></Layout> }>
                 <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
@@ -52,5 +53,6 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/admin/audit") view=|| view! { <Layout><SettingsAuditPage/></Layout> } ssr=SsrMode::Async/>
             </Routes>
         </Router>
+        </crate::i18n::I18nContextProvider>
     }
 }

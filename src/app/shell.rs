@@ -5,7 +5,8 @@ use leptos_meta::MetaTags;
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     view! {
         <!DOCTYPE html>
-        <html lang="en">
+        // `lang` is set to the page's locale by the i18n provider (the hydrated page reads it back).
+        <html>
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>

@@ -13,6 +13,9 @@ pub struct AdminInfo {
     /// `auto`, `light` or `dark`.
     #[serde(default)]
     pub theme: String,
+    /// `auto` (the browser's language), `en` or `zh-CN`.
+    #[serde(default)]
+    pub locale: String,
 }
 
 /// The Account page: the admin, their sessions (this one first marked), and the theme.
@@ -50,6 +53,13 @@ pub enum AccountFlash {
     /// A password was generated for `username`: shown once, here.
     OneTimePassword { username: String, password: String },
 }
+
+/// The languages an admin may choose (each named in itself).
+pub const LANGUAGES: [(&str, &str); 3] = [
+    ("auto", "Auto / 自动"),
+    ("en", "English"),
+    ("zh-CN", "简体中文"),
+];
 
 /// The themes an admin may choose.
 pub const THEMES: [(&str, &str); 3] = [

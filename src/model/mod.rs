@@ -12,6 +12,7 @@ pub mod history;
 pub mod overview;
 pub mod provider;
 pub mod schema;
+pub mod schema_i18n;
 pub mod settings;
 pub mod url;
 

@@ -76,3 +76,50 @@ pub(crate) async fn take_flash<T: Flash>() -> Result<Option<T>, AppError> {
         .map_err(internal)?;
     flash::take(&session).await.map_err(internal)
 }
+
+/// The language this request's page renders in, by the rule the translations use: the
+/// language cookie (which the gate sets from a signed-in admin's choice), else the first
+/// language of `Accept-Language` that the console has; English by default.
+pub(crate) fn request_locale() -> &'static str {
+    let Some(parts) = use_context::<Parts>() else {
+        return "en";
+    };
+    let cookie = parts
+        .headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|c| {
+            c.trim()
+                .strip_prefix("i18n_pref_locale=")
+                .map(str::to_owned)
+        });
+    let wanted: Vec<String> = match cookie {
+        Some(locale) => vec![locale],
+        None => parts
+            .headers
+            .get(axum::http::header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .split(',')
+            .map(|l| {
+                l.split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_ascii_lowercase()
+            })
+            .collect(),
+    };
+    for language in wanted {
+        let language = language.to_ascii_lowercase();
+        if language.starts_with("zh") {
+            return "zh-CN";
+        }
+        if language.starts_with("en") {
+            return "en";
+        }
+    }
+    "en"
+}

@@ -314,3 +314,60 @@ async fn a_disabled_admin_is_signed_out_and_cannot_sign_in_until_enabled() {
         "{detail}"
     );
 }
+
+#[tokio::test]
+async fn pages_follow_accept_language_unless_the_admin_chose_a_language() {
+    let app = spawn_app().await;
+    app.login().await;
+    let page = |language: &'static str| {
+        let app = app.same_session();
+        async move {
+            app.client
+                .get(app.url("/admin/sandbox-settings"))
+                .header("accept-language", language)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+
+    let english = page("en-US,en;q=0.9").await;
+    let chinese = page("zh-CN,zh;q=0.9,en;q=0.8").await;
+
+    assert!(
+        english.contains(r#"<html lang="en""#),
+        "{}",
+        &english[..200]
+    );
+    assert!(english.contains("Sandbox settings") && english.contains("Trial run"));
+    assert!(
+        chinese.contains(r#"<html lang="zh-CN""#),
+        "{}",
+        &chinese[..200]
+    );
+    assert!(chinese.contains("沙箱设置") && chinese.contains("试运行"));
+    // Provider schemas too: a field label and its help.
+    assert!(
+        chinese.contains("Python 解释器"),
+        "the schema's labels are translated"
+    );
+    assert!(chinese.contains("本机上 Python 3 解释器的绝对路径"));
+
+    // The admin's own choice wins over the browser's, in any browser.
+    app.call_ok("set_language", &[("locale", "zh-CN")]).await;
+    assert!(page("en-US").await.contains("沙箱设置"));
+    app.call_ok("set_language", &[("locale", "en")]).await;
+    assert!(page("zh-CN").await.contains("Sandbox settings"));
+    app.call_ok("set_language", &[("locale", "auto")]).await;
+    assert!(page("zh-CN").await.contains("沙箱设置"));
+    assert_eq!(
+        app.call("set_language", &[("locale", "fr")])
+            .await
+            .status()
+            .as_u16(),
+        400
+    );
+}

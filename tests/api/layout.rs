@@ -416,3 +416,63 @@ fn providers_never_touch_the_web_and_the_ui_never_touches_backends() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Every key of one locale file, as dotted paths (`settings.group.network`).
+fn locale_keys(file: &str) -> std::collections::BTreeSet<String> {
+    fn walk(value: &serde_json::Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, value) in map {
+                    let path = if prefix.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{prefix}.{key}")
+                    };
+                    walk(value, &path, out);
+                }
+            }
+            serde_json::Value::String(text) => {
+                assert!(!text.trim().is_empty(), "{prefix} is empty");
+                out.insert(prefix.to_owned());
+            }
+            other => panic!("{prefix} is not text: {other}"),
+        }
+    }
+    let path = format!("{}/locales/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let json: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut out = std::collections::BTreeSet::new();
+    walk(&json, "", &mut out);
+    out
+}
+
+#[test]
+fn every_translation_key_is_in_both_languages() {
+    let english = locale_keys("en.json");
+    let chinese = locale_keys("zh-CN.json");
+    assert!(
+        english.len() > 100,
+        "the English file was read ({})",
+        english.len()
+    );
+
+    let only_english: Vec<_> = english.difference(&chinese).collect();
+    let only_chinese: Vec<_> = chinese.difference(&english).collect();
+
+    assert!(
+        only_english.is_empty() && only_chinese.is_empty(),
+        "missing in zh-CN.json: {only_english:?}; missing in en.json: {only_chinese:?}"
+    );
+}
+
+#[test]
+fn the_key_check_sees_a_missing_key() {
+    let english = locale_keys("en.json");
+    let mut chinese = locale_keys("zh-CN.json");
+    chinese.remove("settings.save");
+    assert_eq!(
+        english.difference(&chinese).collect::<Vec<_>>(),
+        [&"settings.save".to_owned()]
+    );
+}

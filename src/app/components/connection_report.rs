@@ -1,6 +1,9 @@
 use leptos::prelude::*;
 
-use crate::model::settings::ConnectionReport;
+use crate::{
+    i18n::{t, t_string, td_string, use_i18n},
+    model::settings::ConnectionReport,
+};
 
 /// The result of "Test connection", as a dialog over the page. Without JavaScript it is an
 /// open `<dialog>` whose "Close" is a `method="dialog"` form: the browser closes it where it
@@ -14,6 +17,8 @@ pub fn ConnectionReportDialog(
     #[prop(optional)]
     labels: Vec<(String, String)>,
 ) -> impl IntoView {
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
     let (open, set_open) = signal(true);
     let close = move |event: leptos::ev::MouseEvent| {
         event.prevent_default();
@@ -43,9 +48,9 @@ pub fn ConnectionReportDialog(
         })
         .collect();
     let title = if report.passed {
-        "Connection test passed"
+        t_string!(i18n, report.passed).to_string()
     } else {
-        "Connection test failed"
+        t_string!(i18n, report.failed).to_string()
     };
     let class = if report.passed { "passed" } else { "failed" };
     // An allow-list's check: each allowed name and what the console resolved it to (or why
@@ -62,11 +67,12 @@ pub fn ConnectionReportDialog(
             .map(|names| names.iter().map(|(n, v)| (n.clone(), text(v))).collect())
             .unwrap_or_default();
         if let Some(checks) = egress["inside"].as_object() {
-            rows.extend(
-                checks
-                    .iter()
-                    .map(|(check, v)| (format!("From a sandbox: {check}"), text(v))),
-            );
+            rows.extend(checks.iter().map(|(check, v)| {
+                (
+                    td_string!(locale, report.from_sandbox, check).to_string(),
+                    text(v),
+                )
+            }));
         }
         rows
     });
@@ -79,7 +85,7 @@ pub fn ConnectionReportDialog(
                             set_open.set(false);
                         }
                     }>
-                    <h2 id="report-title" class=class>{title}</h2>
+                    <h2 id="report-title" class=class>{title.clone()}</h2>
                     <p data-testid="connection-message">{report.message.clone()}</p>
                     {(!invalid.is_empty()).then(|| view! {
                         <ul class="invalid-fields" data-testid="invalid-fields">
@@ -89,21 +95,25 @@ pub fn ConnectionReportDialog(
                         </ul>
                     })}
                     {report.detail.clone().map(|detail| view! {
-                        <details class="detail"><summary>"Details"</summary><pre class="output">{detail}</pre></details>
+                        <details class="detail"><summary>{t!(i18n, common.details)}</summary><pre class="output">{detail}</pre></details>
                     })}
                     <dl class="facts">
-                        <dt>"Health check"</dt>
-                        <dd>{report.health.as_ref().map_or("not reached", |h| if h.healthy { "healthy" } else { "unhealthy" })}</dd>
-                        {report.health.as_ref().map(|h| view! { <dt>"Health"</dt><dd data-testid="connection-health">{h.message.clone()}</dd> })}
-                        <dt>"Exit code"</dt>
+                        <dt>{t!(i18n, report.health_check)}</dt>
+                        <dd>{match report.health.as_ref().map(|h| h.healthy) {
+                            None => t!(i18n, report.not_reached).into_any(),
+                            Some(true) => t!(i18n, report.healthy).into_any(),
+                            Some(false) => t!(i18n, report.unhealthy).into_any(),
+                        }}</dd>
+                        {report.health.as_ref().map(|h| view! { <dt>{t!(i18n, report.health)}</dt><dd data-testid="connection-health">{h.message.clone()}</dd> })}
+                        <dt>{t!(i18n, report.exit_code)}</dt>
                         <dd>{report.exit_code.map_or("—".to_owned(), |c| c.to_string())}</dd>
-                        <dt>"Execution time"</dt>
+                        <dt>{t!(i18n, report.execution_time)}</dt>
                         <dd>{report.execution_time_ms.map_or("—".to_owned(), |ms| format!("{ms} ms"))}</dd>
-                        <dt>"Latency"</dt>
+                        <dt>{t!(i18n, report.latency)}</dt>
                         <dd>{format!("{} ms", report.latency_ms)}</dd>
                     </dl>
                     {allow_list.clone().map(|rows| view! {
-                        <h3>"Allow-list"</h3>
+                        <h3>{t!(i18n, report.allow_list)}</h3>
                         <dl class="facts" data-testid="connection-allow-list">
                             {rows.into_iter().map(|(name, value)| view! { <dt class="mono">{name}</dt><dd class="mono">{value}</dd> }).collect_view()}
                         </dl>
@@ -111,7 +121,7 @@ pub fn ConnectionReportDialog(
                     {(!report.stdout.is_empty()).then(|| view! { <h3>"stdout"</h3><pre class="output">{report.stdout.clone()}</pre> })}
                     {(!report.stderr.is_empty()).then(|| view! { <h3>"stderr"</h3><pre class="output error">{report.stderr.clone()}</pre> })}
                     <form method="dialog" class="close-form">
-                        <button type="submit" class="button" data-testid="close-report" on:click=close>"Close"</button>
+                        <button type="submit" class="button" data-testid="close-report" on:click=close>{t!(i18n, common.close)}</button>
                     </form>
                 </dialog>
             </div>

@@ -1,7 +1,10 @@
 use leptos::prelude::*;
 use serde_json::Value;
 
-use crate::model::schema::{FieldKind, FieldSpec};
+use crate::{
+    i18n::{t_string, td_string, use_i18n},
+    model::schema::{FieldKind, FieldSpec},
+};
 
 /// One form field rendered from its schema entry: label (with a required marker), the control
 /// for its kind, hints, description, and the error for it, if any. Posted as `values[<key>]`.
@@ -18,6 +21,8 @@ pub fn FieldControl(
     #[prop(optional)]
     focus: bool,
 ) -> impl IntoView {
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
     let id = format!("field-{}", field.key);
     let help_id = format!("help-{}", field.key);
     let error_id = format!("error-{}", field.key);
@@ -42,7 +47,7 @@ pub fn FieldControl(
         }
         .into_any(),
         FieldKind::Secret => {
-            let hint = if secret_set { "Set — leave blank to keep".to_owned() } else { placeholder };
+            let hint = if secret_set { t_string!(i18n, settings.field.secret_set).to_string() } else { placeholder };
             view! {
                 <input id=id.clone() name=name type="password" value="" placeholder=hint autocomplete="off"
                     required=field.required && !secret_set disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus/>
@@ -91,31 +96,33 @@ pub fn FieldControl(
     };
     let keep_note = (field.kind == FieldKind::Secret && secret_set && !destinations.is_empty())
         .then(|| {
-            format!(
-                "The saved value is only sent where it was saved for: if you change {}, type it again.",
-                destinations.join(" or ")
+            td_string!(
+                locale,
+                settings.field.secret_destination,
+                fields = destinations.join(" / ")
             )
+            .to_string()
         });
     let hint = match &field.kind {
         FieldKind::Integer {
             min: Some(min),
             max: Some(max),
-        } => Some(format!("From {min} to {max}.")),
+        } => Some(td_string!(locale, settings.field.from_to, min = *min, max = *max).to_string()),
         FieldKind::Integer {
             min: Some(min),
             max: None,
-        } => Some(format!("At least {min}.")),
+        } => Some(td_string!(locale, settings.field.at_least, min = *min).to_string()),
         FieldKind::Integer {
             min: None,
             max: Some(max),
-        } => Some(format!("At most {max}.")),
+        } => Some(td_string!(locale, settings.field.at_most, max = *max).to_string()),
         _ => None,
     };
     view! {
         <div class="field" class:has-error=invalid data-field=field.key.clone()>
             <label for=id>
                 {field.label.clone()}
-                {field.required.then(|| view! { <span class="required" title="Required">" *"</span> })}
+                {field.required.then(|| view! { <span class="required" title=t_string!(i18n, settings.field.required).to_string()>" *"</span> })}
             </label>
             {control}
             {(!field.description.is_empty() || hint.is_some()).then(|| view! {

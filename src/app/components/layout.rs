@@ -1,18 +1,22 @@
 use leptos::prelude::*;
 use leptos_router::components::A;
 
-use crate::server_fns::{auth::current_admin, environments::environment_notice};
+use crate::{
+    i18n::{t, t_string, use_i18n},
+    server_fns::{auth::current_admin, environments::environment_notice},
+};
 
 /// The main navigation's links (only pages that exist).
 fn nav_links() -> impl IntoView {
+    let i18n = use_i18n();
     view! {
-        <A href="/" exact=true>"Dashboard"</A>
-        <A href="/admin/sandbox-settings">"Sandbox settings"</A>
-        <A href="/admin/environments">"Environments"</A>
-        <A href="/admin/history">"History"</A>
-        <A href="/admin/api-keys">"API keys"</A>
-        <A href="/admin/audit">"Audit"</A>
-        <A href="/admin/administrators">"Administrators"</A>
+        <A href="/" exact=true>{t!(i18n, nav.dashboard)}</A>
+        <A href="/admin/sandbox-settings">{t!(i18n, nav.sandbox_settings)}</A>
+        <A href="/admin/environments">{t!(i18n, nav.environments)}</A>
+        <A href="/admin/history">{t!(i18n, nav.history)}</A>
+        <A href="/admin/api-keys">{t!(i18n, nav.api_keys)}</A>
+        <A href="/admin/audit">{t!(i18n, nav.audit)}</A>
+        <A href="/admin/administrators">{t!(i18n, nav.administrators)}</A>
     }
 }
 
@@ -22,34 +26,30 @@ fn nav_links() -> impl IntoView {
 pub fn Layout(children: Children) -> impl IntoView {
     let admin = Resource::new(|| (), |_| current_admin());
     let environments = Resource::new(|| (), |_| environment_notice());
-    // The admin's theme choice ("auto" follows the browser).
-    let theme = move || {
-        admin
-            .get()
-            .and_then(Result::ok)
-            .map(|a| a.theme)
-            .filter(|t| t == "light" || t == "dark")
-    };
+    let i18n = use_i18n();
     view! {
-        <div class="app" data-theme=theme>
-        <a class="skip-link" href="#main">"Skip to content"</a>
+        <div class="app">
+        <a class="skip-link" href="#main">{t!(i18n, nav.skip)}</a>
         <header class="topbar">
             <a class="brand" href="/">
                 <span class="brand-mark" aria-hidden="true">"▣"</span>
                 " sandbox-console"
             </a>
-            <nav class="mainnav wide" aria-label="Main">{nav_links()}</nav>
+            <nav class="mainnav wide" aria-label=t_string!(i18n, nav.main).to_string()>{nav_links()}</nav>
             // On a phone the links fold into a menu that opens without JavaScript.
             <details class="menu narrow">
-                <summary>"Menu"</summary>
-                <nav class="mainnav" aria-label="Main">{nav_links()}</nav>
+                <summary>{t!(i18n, nav.menu)}</summary>
+                <nav class="mainnav" aria-label=t_string!(i18n, nav.main).to_string()>{nav_links()}</nav>
             </details>
             <div class="account">
                 <Transition fallback=|| ()>
                     {move || {
                         admin.get().and_then(Result::ok).map(|admin| {
                             view! {
-                                <a class="admin-name" href="/admin/account" data-testid="admin-name" title="Your account">
+                                // The admin's theme choice ("auto" follows the browser): the
+                                // stylesheet colours the page from this mark (.app:has(…)).
+                                <span class="theme-mark" data-theme=admin.theme hidden></span>
+                                <a class="admin-name" href="/admin/account" data-testid="admin-name" title=t_string!(i18n, nav.your_account).to_string()>
                                     {admin.username}
                                 </a>
                             }
@@ -57,7 +57,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                     }}
                 </Transition>
                 <form method="post" action="/auth/logout" class="logout">
-                    <button type="submit" class="button secondary" data-testid="logout">"Sign out"</button>
+                    <button type="submit" class="button secondary" data-testid="logout">{t!(i18n, nav.sign_out)}</button>
                 </form>
             </div>
         </header>

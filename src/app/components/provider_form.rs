@@ -3,6 +3,7 @@ use serde_json::{Map, Value};
 
 use crate::{
     app::components::field_control::FieldControl,
+    i18n::{t, use_i18n},
     model::{
         schema::{FieldErrors, FieldGroup, FieldKind, FORM_ERROR},
         settings::ProviderCard,
@@ -32,6 +33,7 @@ pub fn ProviderForm(
     unhealthy: Option<(bool, bool)>,
     pending: RwSignal<Option<Pending>>,
 ) -> impl IntoView {
+    let i18n = use_i18n();
     // A stored secret is only reused while these keep their stored values.
     let destinations: Vec<String> = card
         .schema
@@ -79,7 +81,11 @@ pub fn ProviderForm(
                 .collect_view();
             view! {
                 <details class="section" open=open>
-                    <summary>{group.label()}</summary>
+                    <summary>{match group {
+                        FieldGroup::Deployment => t!(i18n, settings.group.deployment).into_any(),
+                        FieldGroup::Runtime => t!(i18n, settings.group.runtime).into_any(),
+                        FieldGroup::Network => t!(i18n, settings.group.network).into_any(),
+                    }}</summary>
                     <div class="section-body">{controls}</div>
                 </details>
             }
@@ -91,47 +97,49 @@ pub fn ProviderForm(
         <section class="card provider-form" aria-labelledby="provider-title">
             <h2 id="provider-title">{card.info.name.clone()}</h2>
             <div class="actions sticky-actions" data-testid="action-bar">
-                <button type="submit" class="button" disabled=busy data-testid="save">"Save"</button>
+                <button type="submit" class="button" disabled=busy data-testid="save">{t!(i18n, settings.save)}</button>
                 <button type="submit" class="button ghost" formaction="/rpc/test_sandbox_connection"
-                    disabled=busy data-testid="test-connection">"Test connection"</button>
+                    disabled=busy data-testid="test-connection">{t!(i18n, settings.test_connection)}</button>
                 {move || (pending.get() == Some(Pending::Save)).then(|| view! {
-                    <span class="loading"><span class="spinner" aria-hidden="true"></span>" Working…"</span>
+                    <span class="loading"><span class="spinner" aria-hidden="true"></span>" " {t!(i18n, common.working)}</span>
                 })}
-                {card.active.then(|| view! { <span class="help">"Saving the active provider runs its health check first."</span> })}
+                {card.active.then(|| view! { <span class="help">{t!(i18n, settings.health_first)}</span> })}
             </div>
             {(!card.active).then(|| view! {
                 <label class="check">
                     <input type="checkbox" name="make_active" value="on" checked=unhealthy.is_some_and(|(_, m)| m)/>
-                    " Make this the active provider"
+                    " " {t!(i18n, settings.make_active)}
                 </label>
             })}
             {form_error.map(|e| view! { <p class="notice error" role="alert">{e}</p> })}
             {unhealthy.map(|(active, _)| view! {
                 <div class="notice error anyway" data-testid="unhealthy">
-                    <p>"Fix the settings and save again, or choose explicitly:"</p>
+                    <p>{t!(i18n, settings.choose)}</p>
                     <div class="actions">
                         <button type="submit" class="button danger" name="anyway" value="activate"
                             data-testid="activate-anyway">
-                            "Activate anyway"
+                            {t!(i18n, settings.activate_anyway)}
                         </button>
                         <button type="submit" class="button ghost" name="anyway" value="inactive"
-                            data-testid="save-inactive">"Save anyway (inactive)"</button>
+                            data-testid="save-inactive">{t!(i18n, settings.save_inactive)}</button>
                     </div>
                     <p class="help">
                         {if active {
-                            "Save anyway (inactive) keeps these values as a version in History without applying them; runs go on with the current settings."
+                            t!(i18n, settings.save_inactive_active_help).into_any()
                         } else {
-                            "Save anyway (inactive) saves these values without making the provider active."
+                            t!(i18n, settings.save_inactive_help).into_any()
                         }}
-                        {has_secrets.then_some(" Secrets you typed are never sent back to the browser: type them again first.")}
+                        {has_secrets.then(|| view! { " " {t!(i18n, settings.secrets_again)} })}
                     </p>
                 </div>
             })}
             <input type="hidden" name="kind" value=card.info.kind.clone()/>
             <input type="hidden" name="expected_version" value=card.version.map(|v| v.to_string()).unwrap_or_default()/>
             {sections}
-            {card.updated_at.clone().map(|at| view! {
-                <p class="help">"Last saved " {crate::app::format::utc_time(&at)} " UTC" {card.updated_by.clone().map(|by| format!(" by {by}"))} "."</p>
+            {card.updated_at.clone().map(|at| {
+                let at = crate::app::format::utc_time(&at);
+                let by = card.updated_by.clone().unwrap_or_default();
+                view! { <p class="help">{t!(i18n, settings.last_saved, at, by)}</p> }
             })}
         </section>
     }

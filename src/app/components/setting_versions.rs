@@ -1,7 +1,9 @@
 use leptos::prelude::*;
 
 use crate::{
-    app::format::utc_time, model::settings::SettingVersion,
+    app::format::utc_time,
+    i18n::{t, td_string, use_i18n},
+    model::settings::SettingVersion,
     server_fns::sandbox::get_setting_versions,
 };
 
@@ -16,6 +18,7 @@ pub fn SettingVersions(
     current: Option<i64>,
     restore_again: Option<i64>,
 ) -> impl IntoView {
+    let i18n = use_i18n();
     let versions = Resource::new(
         {
             let kind = kind.clone();
@@ -25,18 +28,18 @@ pub fn SettingVersions(
     );
     view! {
         <section class="card versions" data-testid="versions" aria-labelledby="versions-title">
-            <h2 id="versions-title">"Saved versions"</h2>
-            <p class="muted">"Every save is kept. Restore makes an old version current again, as a new version; for the active provider it must pass the health check first."</p>
-            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            <h2 id="versions-title">{t!(i18n, versions.title)}</h2>
+            <p class="muted">{t!(i18n, versions.intro)}</p>
+            <Transition fallback=move || view! { <p class="loading">{t!(i18n, common.loading)}</p> }>
                 {move || {
                     let kind = kind.clone();
                     versions.get().map(|list| match list {
                         Err(e) => view! { <p class="notice error">{e.to_string()}</p> }.into_any(),
-                        Ok(list) if list.is_empty() => view! { <p class="muted">"Nothing saved yet."</p> }.into_any(),
+                        Ok(list) if list.is_empty() => view! { <p class="muted">{t!(i18n, versions.empty)}</p> }.into_any(),
                         Ok(list) => view! {
                             <div class="table-wrap">
                                 <table class="table">
-                                    <thead><tr><th>"#"</th><th>"Saved (UTC)"</th><th>"By"</th><th>"What"</th><th>"Changes"</th><th></th></tr></thead>
+                                    <thead><tr><th>"#"</th><th>{t!(i18n, versions.saved_at)}</th><th>{t!(i18n, versions.by)}</th><th>{t!(i18n, versions.what)}</th><th>{t!(i18n, versions.changes)}</th><th></th></tr></thead>
                                     <tbody>
                                         {list.into_iter().map(|v| view! { <VersionRow version=v kind=kind.clone() current restore_again/> }).collect_view()}
                                     </tbody>
@@ -57,32 +60,37 @@ fn VersionRow(
     current: Option<i64>,
     restore_again: Option<i64>,
 ) -> impl IntoView {
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
     let what = match (
         version.action.as_str(),
         version.version,
         version.restored_from,
     ) {
-        ("restore", Some(v), Some(from)) => format!("version {v}, restored from #{from}"),
-        ("kept", _, _) => "kept, not applied".to_owned(),
-        (_, Some(v), _) => format!("version {v}"),
+        ("restore", Some(version), Some(from)) => {
+            td_string!(locale, versions.restored_from, version, from).to_string()
+        }
+        ("kept", _, _) => td_string!(locale, versions.kept).to_string(),
+        (_, Some(version), _) => td_string!(locale, versions.version, version).to_string(),
         _ => version.action.clone(),
     };
+    let none = td_string!(locale, versions.none).to_string();
     let changes = if version.first {
-        view! { <span class="muted">"first version kept"</span> }.into_any()
+        view! { <span class="muted">{t!(i18n, versions.first)}</span> }.into_any()
     } else if version.changes.is_empty() {
-        view! { <span class="muted">"no change"</span> }.into_any()
+        view! { <span class="muted">{t!(i18n, versions.no_change)}</span> }.into_any()
     } else {
         view! {
             <ul class="changes">
                 {version.changes.into_iter().map(|c| {
                     let text = if c.secret {
-                        format!("{}: changed", c.label)
+                        td_string!(locale, versions.changed, label = c.label).to_string()
                     } else {
                         format!(
                             "{}: {} → {}",
                             c.label,
-                            c.before.unwrap_or_else(|| "(none)".into()),
-                            c.after.unwrap_or_else(|| "(none)".into())
+                            c.before.unwrap_or_else(|| none.clone()),
+                            c.after.unwrap_or_else(|| none.clone())
                         )
                     };
                     view! { <li>{text}</li> }
@@ -98,7 +106,7 @@ fn VersionRow(
             <td>{format!("#{id}")}</td>
             <td class="nowrap">{utc_time(&version.saved_at)}</td>
             <td>{version.saved_by.clone().unwrap_or_default()}</td>
-            <td>{what} {version.current.then(|| view! { " " <span class="badge success">"current"</span> })}</td>
+            <td>{what} {version.current.then(|| view! { " " <span class="badge success">{t!(i18n, versions.current)}</span> })}</td>
             <td>{changes}</td>
             <td>
                 {(!version.current).then(|| view! {
@@ -108,10 +116,10 @@ fn VersionRow(
                         <input type="hidden" name="expected_version" value=current.map(|v| v.to_string()).unwrap_or_default()/>
                         {if again {
                             view! {
-                                <button type="submit" class="button danger" name="anyway" value="activate" data-testid="restore-anyway">"Restore anyway"</button>
+                                <button type="submit" class="button danger" name="anyway" value="activate" data-testid="restore-anyway">{t!(i18n, versions.restore_anyway)}</button>
                             }.into_any()
                         } else {
-                            view! { <button type="submit" class="button ghost" data-testid="restore">"Restore"</button> }.into_any()
+                            view! { <button type="submit" class="button ghost" data-testid="restore">{t!(i18n, versions.restore)}</button> }.into_any()
                         }}
                     </form>
                 })}

@@ -2,6 +2,7 @@ use leptos::prelude::*;
 
 use crate::{
     app::{components::provider_form::Pending, format::textarea_html},
+    i18n::{t, t_string, td_string, use_i18n, Locale},
     model::{
         execution::{ExecStatus, ExecutionResult, Language},
         settings::TrialInput,
@@ -42,27 +43,24 @@ pub fn TrialPanel(
         arguments: SAMPLE_ARGUMENTS.into(),
         timeout_secs: String::new(),
     });
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
     let (json_error, set_json_error) = signal(None::<String>);
     let check_json = move |ev: leptos::ev::Event| {
         let text = event_target_value(&ev);
         let problem = match serde_json::from_str::<serde_json::Value>(&text) {
             _ if text.trim().is_empty() => None,
             Ok(serde_json::Value::Object(_)) => None,
-            Ok(_) => Some("Arguments must be a JSON object.".to_owned()),
-            Err(e) => Some(format!("Not valid JSON: {e}")),
+            Ok(_) => Some(td_string!(locale, trial.not_object).to_string()),
+            Err(e) => Some(td_string!(locale, trial.not_json, error = e).to_string()),
         };
         set_json_error.set(problem);
     };
+    let name = target.name.clone();
     let runs_on = match (target.active, target.saved) {
-        (true, _) => format!("{} — the active provider", target.name),
-        (false, true) => format!(
-            "{} — its saved settings (not the active provider; unsaved changes above are not used)",
-            target.name
-        ),
-        (false, false) => format!(
-            "{} — its default settings (never saved; not the active provider)",
-            target.name
-        ),
+        (true, _) => td_string!(locale, trial.on_active, name).to_string(),
+        (false, true) => td_string!(locale, trial.on_saved, name).to_string(),
+        (false, false) => td_string!(locale, trial.on_defaults, name).to_string(),
     };
     // Esc in the code box lets the next Tab leave it.
     let released = RwSignal::new(false);
@@ -71,15 +69,15 @@ pub fn TrialPanel(
     let busy = move || pending.get().is_some();
     view! {
         <section class="card trial" id="trial" data-testid="trial-form" aria-labelledby="trial-title">
-            <h2 id="trial-title">"Trial run"</h2>
-            <p class="runs-on" data-testid="trial-runs-on"><strong>"Runs on: "</strong>{runs_on}</p>
+            <h2 id="trial-title">{t!(i18n, trial.title)}</h2>
+            <p class="runs-on" data-testid="trial-runs-on"><strong>{t!(i18n, trial.runs_on)}</strong>" " {runs_on}</p>
             <p class="muted">
-                <code>"main()"</code> " receives the arguments: Python as keyword arguments, JavaScript as one object. "
-                <kbd>"Ctrl"</kbd> "+" <kbd>"Enter"</kbd> " runs; " <kbd>"Esc"</kbd> " then " <kbd>"Tab"</kbd> " leaves the code box."
+                <code>"main()"</code> " " {t!(i18n, trial.main_args)} " "
+                <kbd>"Ctrl"</kbd> "+" <kbd>"Enter"</kbd> " " {t!(i18n, trial.keys)}
             </p>
             <div class="row">
                 <div class="field">
-                    <label for="trial-language">"Language"</label>
+                    <label for="trial-language">{t!(i18n, trial.language)}</label>
                     <select id="trial-language" name="language">
                         {Language::ALL.into_iter().map(|l| {
                             let selected = l.id() == input.language;
@@ -88,28 +86,28 @@ pub fn TrialPanel(
                     </select>
                 </div>
                 <div class="field">
-                    <label for="trial-timeout">"Timeout (seconds)"</label>
-                    <input id="trial-timeout" name="timeout_secs" type="number" min="1" max=crate::model::execution::MAX_TIMEOUT_SECS.to_string() value=input.timeout_secs.clone() placeholder="provider default"/>
+                    <label for="trial-timeout">{t!(i18n, trial.timeout)}</label>
+                    <input id="trial-timeout" name="timeout_secs" type="number" min="1" max=crate::model::execution::MAX_TIMEOUT_SECS.to_string() value=input.timeout_secs.clone() placeholder=t_string!(i18n, trial.timeout_placeholder).to_string()/>
                 </div>
             </div>
             <div class="field">
-                <label for="trial-code">"Code"</label>
+                <label for="trial-code">{t!(i18n, trial.code)}</label>
                 <textarea id="trial-code" name="code" rows="12" class="mono code" spellcheck="false" wrap="off"
                     on:keydown=move |ev| code_keys(ev, released)
                     inner_html=textarea_html(&input.code)></textarea>
             </div>
             <div class="field" class:has-error=move || json_error.get().is_some()>
-                <label for="trial-arguments">"Arguments (JSON object)"</label>
+                <label for="trial-arguments">{t!(i18n, trial.arguments)}</label>
                 <textarea id="trial-arguments" name="arguments" rows="3" class="mono" spellcheck="false"
                     on:input=check_json inner_html=textarea_html(&input.arguments)></textarea>
                 {move || json_error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
             </div>
             <div class="actions">
                 <button type="submit" class="button" formaction="/rpc/run_trial" id="trial-run"
-                    disabled=busy data-testid="run">"Run"</button>
+                    disabled=busy data-testid="run">{t!(i18n, trial.run)}</button>
                 {move || (pending.get() == Some(Pending::Run)).then(|| view! {
                     <span class="loading" data-testid="trial-pending"><span class="spinner" aria-hidden="true"></span>
-                        " Running… " {move || format!("{} s", elapsed.get())}</span>
+                        " " {move || td_string!(locale, trial.running, secs = elapsed.get()).to_string()}</span>
                 })}
             </div>
             {result.map(|result| match result {
@@ -202,6 +200,8 @@ const PREVIEWED: &[&str] = &[
 
 #[component]
 fn ResultView(result: ExecutionResult, downloads: Vec<String>) -> impl IntoView {
+    let i18n = use_i18n();
+    let (label, hint) = status_words(i18n.get_locale_untracked(), result.status);
     let ok = result.status == ExecStatus::Success;
     let returned = result
         .result
@@ -213,29 +213,29 @@ fn ResultView(result: ExecutionResult, downloads: Vec<String>) -> impl IntoView 
         <div class="result" data-testid="trial-result">
             <p>
                 <span class=if ok { "badge success" } else { "badge failure" } data-testid="trial-status"
-                    data-status=result.status.id() title=result.status.hint()>{result.status.label()}</span>
-                " exit code " {result.exit_code.map_or("—".to_owned(), |c| c.to_string())}
+                    data-status=result.status.id() title=hint.clone()>{label}</span>
+                " " {t!(i18n, trial.exit_code)} " " {result.exit_code.map_or("—".to_owned(), |c| c.to_string())}
                 " · " {result.wall_time_ms} " ms"
                 " · "
-                <span class="muted" data-testid="trial-status-hint">{result.status.hint()}</span>
+                <span class="muted" data-testid="trial-status-hint">{hint}</span>
             </p>
             {returned.map(|text| view! {
-                <h3>"Return value " <span class="muted">"(" {result.result.json_type.clone()} ")"</span> <CopyButton target="trial-return"/></h3>
+                <h3>{t!(i18n, trial.return_value)} " " <span class="muted">"(" {result.result.json_type.clone()} ")"</span> <CopyButton target="trial-return"/></h3>
                 <pre class="output" id="trial-return" data-testid="trial-return">{text}</pre>
             })}
             <h3>"stdout " <CopyButton target="trial-stdout"/></h3>
             {if empty_stdout {
-                view! { <p class="muted" data-testid="trial-stdout">"(nothing printed)"</p> }.into_any()
+                view! { <p class="muted" data-testid="trial-stdout">{t!(i18n, trial.nothing_printed)}</p> }.into_any()
             } else {
                 view! { <pre class="output" id="trial-stdout" data-testid="trial-stdout">{result.stdout}</pre> }.into_any()
             }}
-            {cut.then(|| view! { <p class="cut-marker" data-testid="output-cut">"Output cut here: the run printed past its provider's output limit."</p> })}
+            {cut.then(|| view! { <p class="cut-marker" data-testid="output-cut">{t!(i18n, trial.output_cut)}</p> })}
             {(!result.stderr.is_empty()).then(|| view! {
                 <h3>"stderr " <CopyButton target="trial-stderr"/></h3>
                 <pre class="output error" id="trial-stderr" data-testid="trial-stderr">{result.stderr.clone()}</pre>
             })}
             {(!result.artifacts.is_empty()).then(|| view! {
-                <h3>"Artifacts"</h3>
+                <h3>{t!(i18n, trial.artifacts)}</h3>
                 <ul class="artifacts">
                     {result.artifacts.into_iter().enumerate().map(|(n, a)| {
                         // Previews are data: images only: an <img> runs nothing, and a data:
@@ -251,7 +251,7 @@ fn ResultView(result: ExecutionResult, downloads: Vec<String>) -> impl IntoView 
                                     Some(href) => view! { <a href=href rel="external" data-testid="artifact-download">{a.name.clone()}</a> }.into_any(),
                                     None => view! { <span>{a.name.clone()}</span> }.into_any(),
                                 }}
-                                " (" {a.size} " bytes)"
+                                " " {t_string!(i18n, trial.bytes, size = a.size).to_string()}
                             </li>
                         }
                     }).collect_view()}
@@ -265,6 +265,7 @@ fn ResultView(result: ExecutionResult, downloads: Vec<String>) -> impl IntoView 
 /// JavaScript there is nothing to copy with).
 #[component]
 pub fn CopyButton(target: &'static str) -> impl IntoView {
+    let i18n = use_i18n();
     let hydrated = RwSignal::new(false);
     let copied = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
@@ -282,9 +283,52 @@ pub fn CopyButton(target: &'static str) -> impl IntoView {
     view! {
         <Show when=move || hydrated.get()>
             <button type="button" class="copy" on:click=copy data-testid=format!("copy-{target}")
-                aria-label=format!("Copy {}", target.trim_start_matches("trial-"))>
-                {move || if copied.get() { "Copied" } else { "Copy" }}
+                aria-label=format!("{} {}", t_string!(i18n, common.copy), target.trim_start_matches("trial-"))>
+                {move || if copied.get() { t_string!(i18n, common.copied).to_string() } else { t_string!(i18n, common.copy).to_string() }}
             </button>
         </Show>
     }
+}
+
+/// A status in words, with its one-sentence hint, in `locale`.
+fn status_words(locale: Locale, status: ExecStatus) -> (String, String) {
+    let (label, hint) = match status {
+        ExecStatus::Success => (
+            td_string!(locale, status.success.label),
+            td_string!(locale, status.success.hint),
+        ),
+        ExecStatus::ProgramError => (
+            td_string!(locale, status.program_error.label),
+            td_string!(locale, status.program_error.hint),
+        ),
+        ExecStatus::Timeout => (
+            td_string!(locale, status.timeout.label),
+            td_string!(locale, status.timeout.hint),
+        ),
+        ExecStatus::MemoryLimit => (
+            td_string!(locale, status.memory_limit.label),
+            td_string!(locale, status.memory_limit.hint),
+        ),
+        ExecStatus::OutputLimit => (
+            td_string!(locale, status.output_limit.label),
+            td_string!(locale, status.output_limit.hint),
+        ),
+        ExecStatus::ProcessLimit => (
+            td_string!(locale, status.process_limit.label),
+            td_string!(locale, status.process_limit.hint),
+        ),
+        ExecStatus::EgressLimit => (
+            td_string!(locale, status.egress_limit.label),
+            td_string!(locale, status.egress_limit.hint),
+        ),
+        ExecStatus::PoolBusy => (
+            td_string!(locale, status.pool_busy.label),
+            td_string!(locale, status.pool_busy.hint),
+        ),
+        ExecStatus::ProviderError => (
+            td_string!(locale, status.provider_error.label),
+            td_string!(locale, status.provider_error.hint),
+        ),
+    };
+    (label.to_string(), hint.to_string())
 }

@@ -3,7 +3,7 @@ use leptos_meta::Title;
 
 use crate::{
     app::{components::error_view::ErrorView, format::utc_time},
-    model::admin::{Account, AccountFlash, THEMES},
+    model::admin::{Account, AccountFlash, LANGUAGES, THEMES},
     server_fns::account::{get_account, take_account_flash},
 };
 
@@ -37,6 +37,7 @@ fn AccountView(account: Account, flash: Option<AccountFlash>) -> impl IntoView {
     };
     let forced = account.admin.must_change_password;
     let theme = account.admin.theme.clone();
+    let language = account.admin.locale.clone();
     let others = account.sessions.iter().filter(|s| !s.current).count();
     view! {
         <div class="notices" role="status" aria-live="polite">
@@ -90,6 +91,16 @@ fn AccountView(account: Account, flash: Option<AccountFlash>) -> impl IntoView {
                 <button type="submit" class="button ghost" data-testid="sign-out-others" disabled=others == 0>
                     {format!("Sign out other sessions ({others})")}
                 </button>
+            </form>
+        </section>
+        <section class="card" aria-labelledby="language-title">
+            <h2 id="language-title">"Language / 语言"</h2>
+            <form method="post" action="/rpc/set_language" class="actions" data-testid="language-form">
+                <label for="language" class="sr-only">"Language"</label>
+                <select id="language" name="locale">
+                    {LANGUAGES.into_iter().map(|(id, label)| view! { <option value=id selected=language == id>{label}</option> }).collect_view()}
+                </select>
+                <button type="submit" class="button ghost" data-testid="save-language">"Save / 保存"</button>
             </form>
         </section>
         <section class="card" aria-labelledby="theme-title">

@@ -10,6 +10,7 @@ use crate::{
         setting_versions::SettingVersions,
         trial_panel::{TrialPanel, TrialTarget},
     },
+    i18n::{t, t_string, td_string, use_i18n, Locale},
     model::{
         schema::FieldErrors,
         settings::{FlashOutcome, SandboxFlash, SandboxSettings, SaveOutcome},
@@ -24,14 +25,12 @@ pub fn SandboxSettingsPage() -> impl IntoView {
     let settings = Resource::new(|| (), |_| get_sandbox_settings());
     let flash = Resource::new(|| (), |_| take_sandbox_flash());
     let query = use_query_map();
+    let i18n = use_i18n();
     view! {
-        <Title text="Sandbox settings"/>
-        <h1>"Sandbox settings"</h1>
-        <p class="muted intro">
-            "Choose where untrusted Python and JavaScript run. Select a provider to configure it, "
-            "test the connection with the values in the form (nothing is saved), save, and try some code."
-        </p>
-        <Transition fallback=|| view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" Loading…"</p> }>
+        <Title text=t_string!(i18n, settings.title).to_string()/>
+        <h1>{t!(i18n, settings.title)}</h1>
+        <p class="muted intro">{t!(i18n, settings.intro)}</p>
+        <Transition fallback=move || view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" " {t!(i18n, common.loading)}</p> }>
             <ErrorBoundary fallback=|errors| view! { <ErrorView errors/> }>
                 {move || {
                     let settings = settings.get()?;
@@ -48,39 +47,38 @@ pub fn SandboxSettingsPage() -> impl IntoView {
 /// A notice for the top of the page: its class (`success`, `error`, `info`) and text.
 type Notice = (&'static str, String);
 
-fn save_notice(outcome: &SaveOutcome, restored: Option<i64>) -> Notice {
+fn save_notice(locale: Locale, outcome: &SaveOutcome, restored: Option<i64>) -> Notice {
     match outcome {
         SaveOutcome::Saved {
             version, active, ..
         } => {
-            let what = match restored {
-                Some(id) => format!("Restored version #{id} as version {version}."),
-                None => format!("Saved (version {version})."),
+            let version = *version;
+            let text = match (restored, *active) {
+                (Some(id), true) => {
+                    td_string!(locale, settings.restored_live, id, version).to_string()
+                }
+                (Some(id), false) => td_string!(locale, settings.restored, id, version).to_string(),
+                (None, true) => td_string!(locale, settings.saved_live, version).to_string(),
+                (None, false) => td_string!(locale, settings.saved, version).to_string(),
             };
-            let live = if *active {
-                " New runs use these settings now."
-            } else {
-                ""
-            };
-            ("success", format!("{what}{live}"))
+            ("success", text)
         }
-        SaveOutcome::Invalid { .. } => (
-            "error",
-            "Nothing was saved: fix the marked fields.".to_owned(),
-        ),
+        SaveOutcome::Invalid { .. } => ("error", td_string!(locale, settings.invalid).to_string()),
         SaveOutcome::Conflict { message } => ("error", message.clone()),
         SaveOutcome::Unhealthy { health, active, .. } => {
-            let what = if restored.is_some() { "restored" } else { "saved" };
-            let why = if *active {
-                "it is the active provider, and with these settings it fails its health check, so every run would fail"
-            } else {
-                "it would become the active provider, and with these settings it fails its health check"
+            let why = sentence(&health.message);
+            let text = match (restored, *active) {
+                (Some(_), _) => td_string!(locale, settings.unhealthy_restore, why).to_string(),
+                (None, true) => td_string!(locale, settings.unhealthy_active, why).to_string(),
+                (None, false) => {
+                    td_string!(locale, settings.unhealthy_make_active, why).to_string()
+                }
             };
-            ("error", format!("Nothing was {what}: {why}. {}", sentence(&health.message)))
+            ("error", text)
         }
         SaveOutcome::Kept { id } => (
             "info",
-            format!("Kept as version #{id}, not applied: new runs still use the settings they used before. Restore it from History when it is ready."),
+            td_string!(locale, settings.kept, id = *id).to_string(),
         ),
     }
 }
@@ -120,6 +118,8 @@ fn Settings(
         .iter()
         .find(|p| p.info.kind == selected)
         .cloned();
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
     let mut errors = FieldErrors::new();
     let mut notice: Option<Notice> = None;
     let mut report = None;
@@ -134,7 +134,7 @@ fn Settings(
         let typed = (!flash.values.is_empty()).then_some(flash.values);
         match flash.outcome {
             FlashOutcome::Save(outcome) if same => {
-                notice = Some(save_notice(&outcome, None));
+                notice = Some(save_notice(locale, &outcome, None));
                 match outcome {
                     SaveOutcome::Invalid { errors: e } => {
                         errors = e;
@@ -153,10 +153,13 @@ fn Settings(
                 }
             }
             FlashOutcome::Restore { id, outcome } if same => {
-                notice = Some(save_notice(&outcome, Some(id)));
+                notice = Some(save_notice(locale, &outcome, Some(id)));
                 if let SaveOutcome::Invalid { errors } = &outcome {
-                    let first = errors.values().next().cloned().unwrap_or_default();
-                    notice = Some(("error", format!("Version #{id} was not restored: {first}")));
+                    let why = errors.values().next().cloned().unwrap_or_default();
+                    notice = Some((
+                        "error",
+                        td_string!(locale, settings.not_restored, id, why).to_string(),
+                    ));
                 }
                 if matches!(outcome, SaveOutcome::Unhealthy { .. }) {
                     restore_again = Some(id);
@@ -198,7 +201,7 @@ fn Settings(
                 <p class=format!("notice {class}") tabindex="-1" autofocus=errors.is_empty() data-testid="save-notice">{text}</p>
             })}
         </div>
-        <ul class="provider-cards" aria-label="Providers">
+        <ul class="provider-cards" aria-label=t_string!(i18n, settings.providers).to_string()>
             {settings.providers.iter().map(|p| {
                 let is_selected = p.info.kind == selected;
                 let configured = p.version.is_some() && !p.active;
@@ -210,21 +213,25 @@ fn Settings(
                             <span class="name">{p.info.name.clone()}</span>
                             {p.active.then(|| {
                                 let health = health.clone();
-                                let (class, label) = if health.healthy { ("badge success", "Healthy") } else { ("badge failure", "Unhealthy") };
+                                let (class, label) = if health.healthy {
+                                    ("badge success", t_string!(i18n, settings.healthy).to_string())
+                                } else {
+                                    ("badge failure", t_string!(i18n, settings.unhealthy).to_string())
+                                };
                                 view! {
                                     <span class="badges">
-                                        <span class="badge success">"Active"</span>
+                                        <span class="badge success">{t!(i18n, settings.active)}</span>
                                         <span class=class title=health.message.clone() data-testid="health-badge">{label}</span>
                                     </span>
                                     <span class="health-message" data-testid="health-message">{health.message}</span>
                                     {settings.active_pool.map(|pool| view! {
                                         <span class="pool" data-testid="pool-status">
-                                            {format!("Pool: {}", pool.describe())}
+                                            {t_string!(i18n, settings.pool, pool = pool.describe()).to_string()}
                                         </span>
                                     })}
                                 }
                             })}
-                            {configured.then(|| view! { <span class="badges"><span class="badge neutral">"Configured"</span></span> })}
+                            {configured.then(|| view! { <span class="badges"><span class="badge neutral">{t!(i18n, settings.configured)}</span></span> })}
                             <span class="description">{p.info.description.clone()}</span>
                             <span class="tags">{p.info.tags.iter().map(|t| view! { <span class="tag">{t.clone()}</span> }).collect_view()}</span>
                         </a>
@@ -236,8 +243,8 @@ fn Settings(
             let kind = card.info.kind.clone();
             let tabs = view! {
                 <nav class="tabs" aria-label=format!("{} settings", card.info.name)>
-                    <a href=page_url(&kind) aria-current=(!history).then_some("page") data-testid="tab-settings">"Settings"</a>
-                    <a href=history_url(&kind) aria-current=history.then_some("page") data-testid="tab-history">"History"</a>
+                    <a href=page_url(&kind) aria-current=(!history).then_some("page") data-testid="tab-settings">{t!(i18n, settings.tab_settings)}</a>
+                    <a href=history_url(&kind) aria-current=history.then_some("page") data-testid="tab-history">{t!(i18n, settings.tab_history)}</a>
                 </nav>
             };
             if history {

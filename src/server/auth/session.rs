@@ -116,6 +116,7 @@ pub async fn signed_in_admin(
             username: user.username,
             must_change_password: user.must_change_password,
             theme: user.theme,
+            locale: user.locale,
         })),
         _ => {
             session.flush().await?;

@@ -32,23 +32,29 @@ pub async fn insert(
 }
 
 /// Whether session `id` of `admin_id` still exists; marks it seen (at most once a minute).
+/// Only a stale mark writes, and a write that fails (a database locked past its busy
+/// timeout) is logged, not an error: it must never sign anyone out or fail a page.
 pub async fn touch(pool: &SqlitePool, id: &str, admin_id: i64) -> Result<bool, sqlx::Error> {
-    let exists: Option<i64> =
-        sqlx::query_scalar("select 1 from admin_session where id = ? and admin_id = ?")
-            .bind(id)
-            .bind(admin_id)
-            .fetch_optional(pool)
-            .await?;
-    if exists.is_some() {
-        sqlx::query(
-            "update admin_session set last_seen_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
-             where id = ? and last_seen_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-60 seconds')",
+    let stale: Option<bool> = sqlx::query_scalar(
+        "select last_seen_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-60 seconds') \
+         from admin_session where id = ? and admin_id = ?",
+    )
+    .bind(id)
+    .bind(admin_id)
+    .fetch_optional(pool)
+    .await?;
+    if stale == Some(true) {
+        if let Err(error) = sqlx::query(
+            "update admin_session set last_seen_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') where id = ?",
         )
         .bind(id)
         .execute(pool)
-        .await?;
+        .await
+        {
+            tracing::warn!(%error, "could not note when a session was last seen");
+        }
     }
-    Ok(exists.is_some())
+    Ok(stale.is_some())
 }
 
 /// `admin_id`'s sessions seen within `idle_minutes`, newest first (older rows are deleted).

@@ -15,6 +15,8 @@ pub struct AdminUser {
     pub disabled_at: Option<String>,
     /// `auto`, `light` or `dark`.
     pub theme: String,
+    /// `auto` (the browser's Accept-Language), `en` or `zh-CN`.
+    pub locale: String,
 }
 
 /// An administrator as the Administrators page lists them.
@@ -39,7 +41,7 @@ impl std::fmt::Debug for AdminUser {
 }
 
 const COLUMNS: &str =
-    "id, username, password_hash, session_epoch, must_change_password, disabled_at, theme";
+    "id, username, password_hash, session_epoch, must_change_password, disabled_at, theme, locale";
 
 pub async fn count(pool: &SqlitePool) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar("select count(*) from admin_user")
@@ -176,6 +178,16 @@ pub async fn set_disabled(pool: &SqlitePool, id: i64, disabled: bool) -> Result<
 pub async fn set_theme(pool: &SqlitePool, id: i64, theme: &str) -> Result<(), sqlx::Error> {
     sqlx::query("update admin_user set theme = ? where id = ?")
         .bind(theme)
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Stores `id`'s language choice (`auto`, `en` or `zh-CN`).
+pub async fn set_locale(pool: &SqlitePool, id: i64, locale: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("update admin_user set locale = ? where id = ?")
+        .bind(locale)
         .bind(id)
         .execute(pool)
         .await?;

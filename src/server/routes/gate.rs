@@ -88,6 +88,7 @@ async fn admit(state: AppState, session: Session, mut request: Request, next: Ne
             }
         }
         Some(admin) => {
+            with_language(&mut request, &admin.locale);
             request.extensions_mut().insert(admin);
             next.run(request).await
         }
@@ -101,6 +102,34 @@ async fn admit(state: AppState, session: Session, mut request: Request, next: Ne
             Redirect::to(&login_url(None, target)).into_response()
         }
         None => unauthenticated(),
+    }
+}
+
+/// The cookie the translations read the page's language from before `Accept-Language`.
+const LANGUAGE_COOKIE: &str = "i18n_pref_locale";
+
+/// Makes a signed-in admin's language choice the one the page renders in, whatever the
+/// browser sent: `auto` leaves the browser's `Accept-Language` to decide.
+fn with_language(request: &mut Request, locale: &str) {
+    let mut cookies: Vec<String> = request
+        .headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && !c.starts_with(&format!("{LANGUAGE_COOKIE}=")))
+        .map(str::to_owned)
+        .collect();
+    if locale != "auto" && !locale.is_empty() {
+        cookies.push(format!("{LANGUAGE_COOKIE}={locale}"));
+    }
+    let headers = request.headers_mut();
+    headers.remove(header::COOKIE);
+    if let Ok(value) = cookies.join("; ").parse() {
+        if !cookies.is_empty() {
+            headers.insert(header::COOKIE, value);
+        }
     }
 }
 

@@ -3,12 +3,14 @@
 
 mod change_password;
 mod get;
+mod set_language;
 mod set_theme;
 mod sign_out_others;
 mod take_flash;
 
 pub use change_password::*;
 pub use get::*;
+pub use set_language::*;
 pub use set_theme::*;
 pub use sign_out_others::*;
 pub use take_flash::*;

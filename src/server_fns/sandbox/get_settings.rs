@@ -7,9 +7,19 @@ use crate::{model::settings::SandboxSettings, server_fns::error::AppError};
 pub async fn get_sandbox_settings() -> Result<SandboxSettings, AppError> {
     crate::server_fns::require_admin().await?;
     let state = expect_context::<crate::server::state::AppState>();
-    state
+    let mut settings = state
         .sandbox
         .settings()
         .await
-        .map_err(crate::server_fns::guard::internal)
+        .map_err(crate::server_fns::guard::internal)?;
+    if crate::server_fns::guard::request_locale() == "zh-CN" {
+        for card in &mut settings.providers {
+            crate::model::schema_i18n::translate(
+                &card.info.kind,
+                &mut card.schema,
+                crate::model::schema_i18n::ZH_CN,
+            );
+        }
+    }
+    Ok(settings)
 }
