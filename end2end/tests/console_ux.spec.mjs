@@ -91,7 +91,7 @@ test('a trial on a provider that is not active runs there and keeps what was typ
   await expect(page.locator('#trial-code')).toHaveValue('def main(**args):\n    return "from the trial"\n');
 });
 
-test('a keyboard-only trial run', async ({ page, javaScriptEnabled }) => {
+test('a keyboard-only trial run', async ({ page, javaScriptEnabled }, testInfo) => {
   test.skip(!javaScriptEnabled, 'Ctrl+Enter and Esc-then-Tab need JavaScript');
   await page.goto('/admin/sandbox-settings?provider=local');
   await expectInteractive(page, true);
@@ -112,11 +112,13 @@ test('a keyboard-only trial run', async ({ page, javaScriptEnabled }) => {
   await expect(page.getByTestId('trial-status')).toHaveAttribute('data-status', 'success');
   await expect(page.getByTestId('trial-return')).toHaveText('42');
   await expect(page.getByTestId('trial-status')).toHaveText('Success');
+  await page.locator('#trial').screenshot({ path: testInfo.outputPath('trial-run.png') });
 });
 
 const PAGES = ['/', '/admin/sandbox-settings', '/admin/environments', '/admin/history', '/admin/api-keys', '/admin/audit'];
 
 test('no page scrolls sideways on a phone, in either theme', async ({ page, javaScriptEnabled }, testInfo) => {
+  test.setTimeout(180_000);
   await page.setViewportSize({ width: 390, height: 844 });
   for (const scheme of ['light', 'dark']) {
     await page.emulateMedia({ colorScheme: scheme });
@@ -133,6 +135,7 @@ test('no page scrolls sideways on a phone, in either theme', async ({ page, java
 });
 
 test('dark mode changes the background, and every page is captured in both themes', async ({ page, javaScriptEnabled }, testInfo) => {
+  test.setTimeout(180_000);
   test.skip(!javaScriptEnabled, 'one project is enough for the desktop screenshots');
   const backgrounds = {};
   for (const scheme of ['light', 'dark']) {
@@ -146,4 +149,41 @@ test('dark mode changes the background, and every page is captured in both theme
   }
   expect(backgrounds.light).toBe('rgb(245, 246, 248)');
   expect(backgrounds.dark).not.toBe(backgrounds.light);
+});
+
+test('a browser that prefers Chinese gets the console in Chinese, and every page is captured in both languages', async ({ browser, javaScriptEnabled }, testInfo) => {
+  test.setTimeout(180_000);
+  for (const locale of ['zh-CN', 'en-US']) {
+    const context = await browser.newContext({ locale, javaScriptEnabled });
+    const page = await context.newPage();
+    await page.goto('/login');
+    if (locale === 'zh-CN') {
+      await expect(page.getByTestId('login-submit')).toHaveText('登录');
+    }
+    await signIn(page);
+    await expect(page.getByTestId('admin-name')).toBeVisible();
+    await page.goto('/admin/sandbox-settings?provider=local');
+    await expectInteractive(page, javaScriptEnabled);
+    if (locale === 'zh-CN') {
+      await expect(page.locator('html')).toHaveAttribute('lang', 'zh-CN');
+      await expect(page.locator('h1')).toHaveText('沙箱设置');
+      await expect(page.getByTestId('save')).toHaveText('保存');
+      await expect(page.getByTestId('trial-form')).toContainText('试运行');
+      // The provider's schema: a label and its help.
+      await expect(page.locator('label[for="field-python_path"]')).toContainText('Python 解释器');
+      await expect(page.locator('[data-field=python_path] .help')).toContainText('绝对路径');
+      // A trial's status in words, in Chinese.
+      await page.getByTestId('run').click();
+      await expect(page.getByTestId('trial-status')).toHaveText('成功');
+    } else {
+      await expect(page.locator('html')).toHaveAttribute('lang', 'en');
+      await expect(page.locator('h1')).toHaveText('Sandbox settings');
+    }
+    for (const path of PAGES) {
+      await page.goto(path);
+      const name = path === '/' ? 'dashboard' : path.split('/').pop();
+      await page.screenshot({ path: testInfo.outputPath(`lang-${locale}-${name}-${testInfo.project.name}.png`), fullPage: true });
+    }
+    await context.close();
+  }
 });

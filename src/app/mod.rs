@@ -8,7 +8,7 @@ mod shell;
 pub use shell::shell;
 
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, Link, Stylesheet, Title};
+use leptos_meta::{provide_meta_context, Html, Link, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
     path, SsrMode,
@@ -33,11 +33,19 @@ use pages::{
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    // The translations' context: the locale the server resolved (language cookie, then
+    // Accept-Language), which the hydrated page reads back from <html lang>. Provided by
+    // hand rather than with <I18nContextProvider>, which also writes an empty <script>
+    // (without the page's CSP nonce).
+    let i18n = leptos_i18n::context::init_i18n_context::<crate::i18n::Locale>();
+    provide_context(i18n);
+    let lang = move || leptos_i18n::Locale::as_str(i18n.get_locale());
+    let dir = move || leptos_i18n::Locale::direction(i18n.get_locale()).as_str();
     view! {
+        <Html attr:lang=lang attr:dir=dir/>
         <Stylesheet id="leptos" href="/pkg/sandbox-console.css"/>
         <Link rel="icon" href="/favicon.svg" type_="image/svg+xml"/>
         <Title formatter=|page: String| if page.is_empty() { "sandbox-console".to_owned() } else { format!("{page} · sandbox-console") }/>
-        <crate::i18n::I18nContextProvider>
         <Router>
             <Routes fallback=|| view! { <Layout><NotFoundPage/></Layout> }>
                 <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
@@ -53,6 +61,5 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/admin/audit") view=|| view! { <Layout><SettingsAuditPage/></Layout> } ssr=SsrMode::Async/>
             </Routes>
         </Router>
-        </crate::i18n::I18nContextProvider>
     }
 }

@@ -65,9 +65,6 @@ pub fn ProviderForm(
             .cloned()
             .collect();
         (!fields.is_empty()).then(|| {
-            // The network section starts closed unless it has something to fix.
-            let open =
-                group != FieldGroup::Network || fields.iter().any(|f| errors.contains_key(&f.key));
             let controls = fields
                 .into_iter()
                 .map(|field| {
@@ -80,7 +77,7 @@ pub fn ProviderForm(
                 })
                 .collect_view();
             view! {
-                <details class="section" open=open>
+                <details class="section" open>
                     <summary>{match group {
                         FieldGroup::Deployment => t!(i18n, settings.group.deployment).into_any(),
                         FieldGroup::Runtime => t!(i18n, settings.group.runtime).into_any(),
