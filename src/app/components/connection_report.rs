@@ -1,7 +1,7 @@
 use leptos::prelude::*;
 
 use crate::{
-    i18n::{t, t_string, td_string, use_i18n},
+    i18n::{t, td_string, use_i18n},
     model::settings::ConnectionReport,
 };
 
@@ -48,9 +48,9 @@ pub fn ConnectionReportDialog(
         })
         .collect();
     let title = if report.passed {
-        t_string!(i18n, report.passed).to_string()
+        td_string!(i18n.get_locale_untracked(), report.passed).to_string()
     } else {
-        t_string!(i18n, report.failed).to_string()
+        td_string!(i18n.get_locale_untracked(), report.failed).to_string()
     };
     let class = if report.passed { "passed" } else { "failed" };
     // An allow-list's check: each allowed name and what the console resolved it to (or why

@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use serde_json::Value;
 
 use crate::{
-    i18n::{t_string, td_string, use_i18n},
+    i18n::{td_string, use_i18n},
     model::schema::{FieldKind, FieldSpec},
 };
 
@@ -47,7 +47,7 @@ pub fn FieldControl(
         }
         .into_any(),
         FieldKind::Secret => {
-            let hint = if secret_set { t_string!(i18n, settings.field.secret_set).to_string() } else { placeholder };
+            let hint = if secret_set { td_string!(i18n.get_locale_untracked(), settings.field.secret_set).to_string() } else { placeholder };
             view! {
                 <input id=id.clone() name=name type="password" value="" placeholder=hint autocomplete="off"
                     required=field.required && !secret_set disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus/>
@@ -122,7 +122,7 @@ pub fn FieldControl(
         <div class="field" class:has-error=invalid data-field=field.key.clone()>
             <label for=id>
                 {field.label.clone()}
-                {field.required.then(|| view! { <span class="required" title=t_string!(i18n, settings.field.required).to_string()>" *"</span> })}
+                {field.required.then(|| view! { <span class="required" title=td_string!(i18n.get_locale_untracked(), settings.field.required).to_string()>" *"</span> })}
             </label>
             {control}
             {(!field.description.is_empty() || hint.is_some()).then(|| view! {

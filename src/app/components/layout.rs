@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 
 use crate::{
-    i18n::{t, t_string, use_i18n},
+    i18n::{t, td_string, use_i18n},
     server_fns::{auth::current_admin, environments::environment_notice},
 };
 
@@ -35,11 +35,11 @@ pub fn Layout(children: Children) -> impl IntoView {
                 <span class="brand-mark" aria-hidden="true">"▣"</span>
                 " sandbox-console"
             </a>
-            <nav class="mainnav wide" aria-label=t_string!(i18n, nav.main).to_string()>{nav_links()}</nav>
+            <nav class="mainnav wide" aria-label=td_string!(i18n.get_locale_untracked(), nav.main).to_string()>{nav_links()}</nav>
             // On a phone the links fold into a menu that opens without JavaScript.
             <details class="menu narrow">
                 <summary>{t!(i18n, nav.menu)}</summary>
-                <nav class="mainnav" aria-label=t_string!(i18n, nav.main).to_string()>{nav_links()}</nav>
+                <nav class="mainnav" aria-label=td_string!(i18n.get_locale_untracked(), nav.main).to_string()>{nav_links()}</nav>
             </details>
             <div class="account">
                 <Transition fallback=|| ()>
@@ -49,7 +49,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                                 // The admin's theme choice ("auto" follows the browser): the
                                 // stylesheet colours the page from this mark (.app:has(…)).
                                 <span class="theme-mark" data-theme=admin.theme hidden></span>
-                                <a class="admin-name" href="/admin/account" data-testid="admin-name" title=t_string!(i18n, nav.your_account).to_string()>
+                                <a class="admin-name" href="/admin/account" data-testid="admin-name" title=td_string!(i18n.get_locale_untracked(), nav.your_account).to_string()>
                                     {admin.username}
                                 </a>
                             }

@@ -2,7 +2,7 @@ use leptos::prelude::*;
 
 use crate::{
     app::{components::provider_form::Pending, format::textarea_html},
-    i18n::{t, t_string, td_string, use_i18n, Locale},
+    i18n::{t, td_string, use_i18n, Locale},
     model::{
         execution::{ExecStatus, ExecutionResult, Language},
         settings::TrialInput,
@@ -87,7 +87,7 @@ pub fn TrialPanel(
                 </div>
                 <div class="field">
                     <label for="trial-timeout">{t!(i18n, trial.timeout)}</label>
-                    <input id="trial-timeout" name="timeout_secs" type="number" min="1" max=crate::model::execution::MAX_TIMEOUT_SECS.to_string() value=input.timeout_secs.clone() placeholder=t_string!(i18n, trial.timeout_placeholder).to_string()/>
+                    <input id="trial-timeout" name="timeout_secs" type="number" min="1" max=crate::model::execution::MAX_TIMEOUT_SECS.to_string() value=input.timeout_secs.clone() placeholder=td_string!(i18n.get_locale_untracked(), trial.timeout_placeholder).to_string()/>
                 </div>
             </div>
             <div class="field">
@@ -251,7 +251,7 @@ fn ResultView(result: ExecutionResult, downloads: Vec<String>) -> impl IntoView 
                                     Some(href) => view! { <a href=href rel="external" data-testid="artifact-download">{a.name.clone()}</a> }.into_any(),
                                     None => view! { <span>{a.name.clone()}</span> }.into_any(),
                                 }}
-                                " " {t_string!(i18n, trial.bytes, size = a.size).to_string()}
+                                " " {td_string!(i18n.get_locale_untracked(), trial.bytes, size = a.size).to_string()}
                             </li>
                         }
                     }).collect_view()}
@@ -283,8 +283,8 @@ pub fn CopyButton(target: &'static str) -> impl IntoView {
     view! {
         <Show when=move || hydrated.get()>
             <button type="button" class="copy" on:click=copy data-testid=format!("copy-{target}")
-                aria-label=format!("{} {}", t_string!(i18n, common.copy), target.trim_start_matches("trial-"))>
-                {move || if copied.get() { t_string!(i18n, common.copied).to_string() } else { t_string!(i18n, common.copy).to_string() }}
+                aria-label=format!("{} {}", td_string!(i18n.get_locale_untracked(), common.copy), target.trim_start_matches("trial-"))>
+                {move || if copied.get() { td_string!(i18n.get_locale_untracked(), common.copied).to_string() } else { td_string!(i18n.get_locale_untracked(), common.copy).to_string() }}
             </button>
         </Show>
     }

@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::i18n::{t, t_string, td_string, use_i18n, Locale};
+use crate::i18n::{t, td_string, use_i18n, Locale};
 
 /// The sign-in page. The form posts to `/auth/login`, which redirects back here with an
 /// `error` code on failure, or to `next` on success: the same with or without JavaScript.
@@ -22,7 +22,7 @@ pub fn LoginPage() -> impl IntoView {
     let (pending, set_pending) = signal(false);
 
     view! {
-        <Title text=t_string!(i18n, login.title).to_string()/>
+        <Title text=td_string!(i18n.get_locale_untracked(), login.title).to_string()/>
         <main class="login">
             <section class="card login-card">
                 <h1><span class="brand-mark" aria-hidden="true">"▣"</span>" sandbox-console"</h1>

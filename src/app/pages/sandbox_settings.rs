@@ -10,7 +10,7 @@ use crate::{
         setting_versions::SettingVersions,
         trial_panel::{TrialPanel, TrialTarget},
     },
-    i18n::{t, t_string, td_string, use_i18n, Locale},
+    i18n::{t, td_string, use_i18n, Locale},
     model::{
         schema::FieldErrors,
         settings::{FlashOutcome, SandboxFlash, SandboxSettings, SaveOutcome},
@@ -27,7 +27,7 @@ pub fn SandboxSettingsPage() -> impl IntoView {
     let query = use_query_map();
     let i18n = use_i18n();
     view! {
-        <Title text=t_string!(i18n, settings.title).to_string()/>
+        <Title text=td_string!(i18n.get_locale_untracked(), settings.title).to_string()/>
         <h1>{t!(i18n, settings.title)}</h1>
         <p class="muted intro">{t!(i18n, settings.intro)}</p>
         <Transition fallback=move || view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" " {t!(i18n, common.loading)}</p> }>
@@ -201,7 +201,7 @@ fn Settings(
                 <p class=format!("notice {class}") tabindex="-1" autofocus=errors.is_empty() data-testid="save-notice">{text}</p>
             })}
         </div>
-        <ul class="provider-cards" aria-label=t_string!(i18n, settings.providers).to_string()>
+        <ul class="provider-cards" aria-label=td_string!(i18n.get_locale_untracked(), settings.providers).to_string()>
             {settings.providers.iter().map(|p| {
                 let is_selected = p.info.kind == selected;
                 let configured = p.version.is_some() && !p.active;
@@ -214,9 +214,9 @@ fn Settings(
                             {p.active.then(|| {
                                 let health = health.clone();
                                 let (class, label) = if health.healthy {
-                                    ("badge success", t_string!(i18n, settings.healthy).to_string())
+                                    ("badge success", td_string!(i18n.get_locale_untracked(), settings.healthy).to_string())
                                 } else {
-                                    ("badge failure", t_string!(i18n, settings.unhealthy).to_string())
+                                    ("badge failure", td_string!(i18n.get_locale_untracked(), settings.unhealthy).to_string())
                                 };
                                 view! {
                                     <span class="badges">
@@ -226,7 +226,7 @@ fn Settings(
                                     <span class="health-message" data-testid="health-message">{health.message}</span>
                                     {settings.active_pool.map(|pool| view! {
                                         <span class="pool" data-testid="pool-status">
-                                            {t_string!(i18n, settings.pool, pool = pool.describe()).to_string()}
+                                            {td_string!(i18n.get_locale_untracked(), settings.pool, pool = pool.describe()).to_string()}
                                         </span>
                                     })}
                                 }
