@@ -144,10 +144,14 @@ async fn first_start_prints_a_one_time_password_that_signs_in_and_sigterm_stops_
         .unwrap();
     let mut password = None;
     let mut address = None;
+    let mut hint = None;
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let line = line.unwrap();
         if let Some(p) = line.trim().strip_prefix("One-time password: ") {
             password = Some(p.to_owned());
+        }
+        if line.contains("admin reset-password") {
+            hint = Some(line.clone());
         }
         if let Some(a) = line.strip_prefix("sandbox-console listening on ") {
             address = Some(a.to_owned());
@@ -157,6 +161,12 @@ async fn first_start_prints_a_one_time_password_that_signs_in_and_sigterm_stops_
     let (password, address) = (
         password.expect("a printed password"),
         address.expect("a printed address"),
+    );
+    // The reset hint names this console's own data dir, so it works from any directory.
+    let hint = hint.expect("a printed reset hint");
+    assert!(
+        hint.contains(&format!("--data-dir '{}'", dir.path().display())),
+        "{hint}"
     );
 
     let client = reqwest::Client::builder()

@@ -71,6 +71,32 @@ async fn many_runs_fill_the_counts_the_plot_and_the_failures() {
         html.contains("href=\"/admin/history/"),
         "failures link to their detail"
     );
+    // The last hour's counts link to the history of that status in that hour.
+    let from = dashboard["last_hour_from"].as_str().unwrap();
+    assert_eq!(from.len(), "2026-12-03T10:15".len(), "{from}");
+    assert!(
+        html.contains(&format!("/admin/history?status=success&amp;from={from}")),
+        "{}",
+        html.split("Last hour")
+            .nth(1)
+            .unwrap_or_default()
+            .chars()
+            .take(600)
+            .collect::<String>()
+    );
+    // The scale's top label fits its unit: ms under a second.
+    let top = newest["p95_ms"].as_u64().unwrap();
+    let label = html
+        .split("data-testid=\"plot-top\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</text>").next())
+        .unwrap_or_default()
+        .replace("<!>", "");
+    assert!(top < 1000 && label.ends_with(" ms"), "{top} {label}");
+    assert!(
+        html.contains("<title>p50 "),
+        "each point says its values on hover"
+    );
 }
 
 #[tokio::test]

@@ -144,7 +144,7 @@ fn exceptions_are_program_errors_with_the_users_traceback() {
         json!({}),
     );
     let javascript = js(
-        "async function main() { throw new TypeError('bang'); }",
+        "function helper() { throw new TypeError('bang'); }\nasync function main() { return helper(); }",
         json!({}),
     );
 
@@ -166,6 +166,16 @@ fn exceptions_are_program_errors_with_the_users_traceback() {
     assert!(
         javascript.stderr.contains("TypeError: bang"),
         "{}",
+        javascript.stderr
+    );
+    assert!(
+        javascript.stderr.contains("main.js:1"),
+        "the user's frame stays: {}",
+        javascript.stderr
+    );
+    assert!(
+        !javascript.stderr.contains("_runner.js") && !javascript.stderr.contains("node:internal"),
+        "the runner's and Node's frames are hidden: {}",
         javascript.stderr
     );
 }
