@@ -437,6 +437,11 @@ impl SandboxService {
             return Ok(Written::Kept { id });
         };
         let saved = system_setting::put_in(&mut tx, name, &sealed, actor, expected).await?;
+        let action = if restored_from.is_some() {
+            "restore"
+        } else {
+            "save"
+        };
         setting_version::insert(
             &mut tx,
             NewVersion {
@@ -444,21 +449,12 @@ impl SandboxService {
                 provider: kind,
                 version: Some(saved.version),
                 value: &sealed,
-                action: if restored_from.is_some() {
-                    "restore"
-                } else {
-                    "save"
-                },
+                action,
                 restored_from,
                 saved_by: actor,
             },
         )
         .await?;
-        let action = if restored_from.is_some() {
-            "restore"
-        } else {
-            "save"
-        };
         settings_audit::record(&mut *tx, actor, name, Some(kind), action, &changed).await?;
         let current_type = active_kind_in(&mut *tx).await?;
         let becomes_active = make_active && current_type.as_deref() != Some(kind);
