@@ -4,11 +4,12 @@
 
 use crate::helpers::{location, spawn_app, TestApp, ADMIN, PASSWORD};
 
-const ENDPOINTS: [&str; 9] = [
+const ENDPOINTS: [&str; 10] = [
     "account",
     "change_password",
     "sign_out_other_sessions",
     "set_theme",
+    "set_language",
     "take_account_flash",
     "administrators",
     "add_administrator",
@@ -42,6 +43,7 @@ async fn anonymous_callers_get_401_from_every_account_endpoint() {
                     ("id", "1"),
                     ("disabled", "true"),
                     ("theme", "dark"),
+                    ("locale", "en"),
                     ("username", "x"),
                 ],
             )
