@@ -1,8 +1,51 @@
 //! How the UI writes values the server sends as text.
 
-/// A stored UTC timestamp (`2026-12-02T14:07:09.123Z`) to the second: `2026-12-02 14:07:09`.
-pub fn utc_time(stamp: &str) -> String {
-    stamp.replacen('T', " ", 1).chars().take(19).collect()
+use std::fmt::Write as _;
+
+use chrono::{format::StrftimeItems, DateTime, NaiveDateTime};
+use leptos::prelude::*;
+
+use crate::{
+    i18n::{td_string, use_i18n, Locale},
+    model::provider::PoolState,
+};
+
+/// A stored UTC timestamp as the admin's language writes dates, to the second and marked UTC:
+/// `Dec 2, 2026, 14:07:09 UTC`, `2026年12月2日 14:07:09 UTC`. A stamp that does not parse is
+/// shown as stored.
+pub fn local_time(locale: Locale, stamp: &str) -> String {
+    let pattern = td_string!(locale, common.datetime).to_string();
+    let parsed = DateTime::parse_from_rfc3339(stamp)
+        .map(|t| t.naive_utc())
+        .or_else(|_| {
+            NaiveDateTime::parse_from_str(stamp.get(..19).unwrap_or(stamp), "%Y-%m-%d %H:%M:%S")
+        });
+    let mut out = String::new();
+    match parsed {
+        Ok(t) if write!(out, "{}", t.format_with_items(StrftimeItems::new(&pattern))).is_ok() => {
+            out
+        }
+        _ => stamp.to_owned(),
+    }
+}
+
+/// A timestamp in the page's language, with the stored value as its machine-readable form.
+#[component]
+pub fn When(#[prop(into)] stamp: String) -> impl IntoView {
+    let text = local_time(use_i18n().get_locale_untracked(), &stamp);
+    view! { <time datetime=stamp class="nowrap">{text}</time> }
+}
+
+/// A pool in the page's language, in the words every page uses: "1 busy, 1 warming, 2 idle
+/// of 4".
+pub fn pool_text(locale: Locale, pool: &PoolState) -> String {
+    let (busy, warming, size) = (pool.busy, pool.warming, pool.size);
+    let idle = size.saturating_sub(busy + warming);
+    if warming > 0 {
+        td_string!(locale, common.pool_warming, busy, warming, idle, size).to_string()
+    } else {
+        td_string!(locale, common.pool, busy, idle, size).to_string()
+    }
 }
 
 /// The content of a `<textarea>`, to give as its `inner_html`. Leptos writes a textarea's
@@ -22,11 +65,39 @@ pub fn textarea_html(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{textarea_html, utc_time};
+    use super::{local_time, pool_text, textarea_html};
+    use crate::{i18n::Locale, model::provider::PoolState};
 
     #[test]
-    fn timestamps_are_cut_to_the_second() {
-        assert_eq!(utc_time("2026-12-02T14:07:09.123Z"), "2026-12-02 14:07:09");
+    fn timestamps_are_written_in_the_chosen_language_and_marked_utc() {
+        let stamp = "2026-12-02T14:07:09.123Z";
+        assert_eq!(local_time(Locale::en, stamp), "Dec 2, 2026, 14:07:09 UTC");
+        assert_eq!(
+            local_time(Locale::zh_CN, stamp),
+            "2026年12月2日 14:07:09 UTC"
+        );
+        // SQLite's own format reads the same; anything else is shown as stored.
+        assert_eq!(
+            local_time(Locale::en, "2026-12-02 04:07:09"),
+            "Dec 2, 2026, 04:07:09 UTC"
+        );
+        assert_eq!(local_time(Locale::en, "soon"), "soon");
+    }
+
+    #[test]
+    fn the_pool_reads_the_same_in_every_place_and_language() {
+        let pool = PoolState {
+            size: 4,
+            busy: 1,
+            warming: 1,
+        };
+        assert_eq!(pool_text(Locale::en, &pool), pool.describe());
+        assert_eq!(
+            pool_text(Locale::zh_CN, &pool),
+            "共 4 个：1 个忙碌，1 个预热中，2 个空闲"
+        );
+        let calm = PoolState { warming: 0, ..pool };
+        assert_eq!(pool_text(Locale::en, &calm), calm.describe());
     }
 
     #[test]

@@ -23,13 +23,6 @@ impl Scope {
             Scope::Admin => "admin",
         }
     }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            Scope::Execute => "run code through the active provider",
-            Scope::Admin => "read and change sandbox settings",
-        }
-    }
 }
 
 impl fmt::Display for Scope {

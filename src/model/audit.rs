@@ -61,16 +61,6 @@ impl AuditView {
         }
     }
 
-    /// What the pager counts: "12 changes".
-    pub fn noun(self) -> &'static str {
-        match self {
-            AuditView::Changes => "changes",
-            AuditView::Tests => "tests",
-            AuditView::SignIns => "sign-ins",
-            AuditView::Accounts => "account events",
-        }
-    }
-
     /// The page's link to page `page` of this view (the default view is left out), keeping
     /// the actor filter.
     pub fn href(self, page: u32, actor: &str) -> String {
@@ -98,15 +88,6 @@ impl AuditView {
             ));
         }
         href
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            AuditView::Changes => "Settings changes",
-            AuditView::Tests => "Connection tests",
-            AuditView::SignIns => "Sign-ins",
-            AuditView::Accounts => "Accounts and keys",
-        }
     }
 
     /// The view a query-string value names; anything else is the default.

@@ -80,6 +80,16 @@ pub(crate) async fn take_flash<T: Flash>() -> Result<Option<T>, AppError> {
 /// The language this request's page renders in, by the rule the translations use: the
 /// language cookie (which the gate sets from a signed-in admin's choice), else the first
 /// language of `Accept-Language` that the console has; English by default.
+pub(crate) fn locale() -> crate::i18n::Locale {
+    if request_locale() == "zh-CN" {
+        crate::i18n::Locale::zh_CN
+    } else {
+        crate::i18n::Locale::en
+    }
+}
+
+/// The language of this request as a tag (`en`, `zh-CN`): the admin's choice (cookie), else
+/// the browser's first supported language, else English.
 pub(crate) fn request_locale() -> &'static str {
     let Some(parts) = use_context::<Parts>() else {
         return "en";

@@ -373,3 +373,119 @@ async fn pages_follow_accept_language_unless_the_admin_chose_a_language() {
         400
     );
 }
+
+/// The text a reader sees in a page's `<main>`: tags, scripts and styles left out.
+fn main_text(html: &str) -> String {
+    let start = html.find("<main").expect("a <main>");
+    let end = html.find("</main>").expect("a </main>");
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in html[start..end].chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                text.push(' ');
+            }
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text
+}
+
+#[tokio::test]
+async fn every_page_speaks_chinese_and_writes_dates_in_the_chosen_language() {
+    let app = spawn_app().await;
+    app.login().await;
+    // Something on every page: a key (created, last used), a run, an audit row.
+    app.call_ok("create_api_key", &[("name", "agent"), ("execute", "on")])
+        .await;
+    let run = app
+        .call_ok(
+            "run_trial",
+            &[
+                ("language", "python"),
+                ("code", "def main():\n    return 1\n"),
+            ],
+        )
+        .await;
+    assert_eq!(run["status"], "success", "{run}");
+    let page = |path: &'static str, language: &'static str| {
+        let app = app.same_session();
+        async move {
+            let response = app
+                .client
+                .get(app.url(path))
+                .header("accept-language", language)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status().as_u16(), 200, "{path}");
+            main_text(&response.text().await.unwrap())
+        }
+    };
+    // Each page's heading in Chinese, and none of its English words left.
+    // (page, its heading, whether it shows a date)
+    let pages = [
+        ("/", "仪表盘", true),
+        ("/admin/environments", "运行环境", false),
+        ("/admin/history", "执行历史", true),
+        ("/admin/api-keys", "API 密钥", true),
+        ("/admin/audit?view=accounts", "审计", true),
+        ("/admin/account", "账户", true),
+        ("/admin/administrators", "管理员", true),
+    ];
+    let english = [
+        "Loading",
+        "Name",
+        "Status",
+        "When",
+        "Caller",
+        "Filter",
+        "Created",
+        "Revoke",
+        "password",
+        "Theme",
+        "sessions",
+        "Dashboard",
+        "Last hour",
+        "Version",
+        "Database",
+        "Environments",
+        "Create",
+        "Provider",
+        "Who",
+        "Page ",
+        "Export",
+        "Keys",
+        "Add",
+    ];
+    for (path, heading, dated) in pages {
+        let text = page(path, "zh-CN,zh;q=0.9").await;
+        assert!(text.contains(heading), "{path}: {text}");
+        if path == "/admin/api-keys" {
+            assert!(text.contains("从未"), "a key that never expires: {text}");
+        }
+        for word in english {
+            assert!(!text.contains(word), "{path} still says {word:?}: {text}");
+        }
+        if !dated {
+            continue;
+        }
+        assert!(
+            text.contains("年") && text.contains(" UTC"),
+            "{path}: dates are written the Chinese way, marked UTC: {text}"
+        );
+        // The same page in English writes the same dates the English way.
+        let text = page(path, "en-US").await;
+        let month = [
+            "Jan ", "Feb ", "Mar ", "Apr ", "May ", "Jun ", "Jul ", "Aug ", "Sep ", "Oct ", "Nov ",
+            "Dec ",
+        ];
+        assert!(
+            month.iter().any(|m| text.contains(m)) && text.contains(" UTC") && !text.contains("年"),
+            "{path}: {text}"
+        );
+    }
+}

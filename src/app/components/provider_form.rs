@@ -134,7 +134,7 @@ pub fn ProviderForm(
             <input type="hidden" name="expected_version" value=card.version.map(|v| v.to_string()).unwrap_or_default()/>
             {sections}
             {card.updated_at.clone().map(|at| {
-                let at = crate::app::format::utc_time(&at);
+                let at = crate::app::format::local_time(i18n.get_locale_untracked(), &at);
                 let by = card.updated_by.clone().unwrap_or_default();
                 view! { <p class="help">{t!(i18n, settings.last_saved, at, by)}</p> }
             })}

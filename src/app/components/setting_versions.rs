@@ -1,7 +1,7 @@
 use leptos::prelude::*;
 
 use crate::{
-    app::format::utc_time,
+    app::format::When,
     i18n::{t, td_string, use_i18n},
     model::settings::SettingVersion,
     server_fns::sandbox::get_setting_versions,
@@ -104,7 +104,7 @@ fn VersionRow(
     view! {
         <tr data-testid="version" data-id=id.to_string() class:current=version.current>
             <td>{format!("#{id}")}</td>
-            <td class="nowrap">{utc_time(&version.saved_at)}</td>
+            <td><When stamp=version.saved_at.clone()/></td>
             <td>{version.saved_by.clone().unwrap_or_default()}</td>
             <td>{what} {version.current.then(|| view! { " " <span class="badge success">{t!(i18n, versions.current)}</span> })}</td>
             <td>{changes}</td>

@@ -290,6 +290,24 @@ pub fn CopyButton(target: &'static str) -> impl IntoView {
     }
 }
 
+/// A run status from the history (`program_error`) in words ("Program error"); an id this
+/// build does not know, as it is.
+pub fn status_label(locale: Locale, id: &str) -> String {
+    ExecStatus::ALL
+        .into_iter()
+        .find(|s| s.id() == id)
+        .map_or_else(|| id.to_owned(), |s| status_words(locale, s).0)
+}
+
+/// What a run status means, in one sentence (for a tooltip).
+pub fn status_hint(locale: Locale, id: &str) -> String {
+    ExecStatus::ALL
+        .into_iter()
+        .find(|s| s.id() == id)
+        .map(|s| status_words(locale, s).1)
+        .unwrap_or_default()
+}
+
 /// A status in words, with its one-sentence hint, in `locale`.
 fn status_words(locale: Locale, status: ExecStatus) -> (String, String) {
     let (label, hint) = match status {

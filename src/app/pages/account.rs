@@ -2,7 +2,8 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::{
-    app::{components::error_view::ErrorView, format::utc_time},
+    app::{components::error_view::ErrorView, format::When},
+    i18n::{t, td_string, use_i18n, Locale},
     model::admin::{Account, AccountFlash, LANGUAGES, THEMES},
     server_fns::account::{get_account, take_account_flash},
 };
@@ -14,10 +15,11 @@ use crate::{
 pub fn AccountPage() -> impl IntoView {
     let account = Resource::new(|| (), |_| get_account());
     let flash = Resource::new(|| (), |_| take_account_flash());
+    let i18n = use_i18n();
     view! {
-        <Title text="Account"/>
-        <h1>"Account"</h1>
-        <Transition fallback=|| view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" Loading…"</p> }>
+        <Title text=td_string!(i18n.get_locale_untracked(), account.title).to_string()/>
+        <h1>{t!(i18n, account.title)}</h1>
+        <Transition fallback=move || view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" " {t!(i18n, common.loading)}</p> }>
             <ErrorBoundary fallback=|errors| view! { <ErrorView errors/> }>
                 {move || {
                     let account = account.get()?;
@@ -31,6 +33,8 @@ pub fn AccountPage() -> impl IntoView {
 
 #[component]
 fn AccountView(account: Account, flash: Option<AccountFlash>) -> impl IntoView {
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
     let notice = match flash {
         Some(AccountFlash::Notice(class, text)) => Some((class, text)),
         _ => None,
@@ -47,41 +51,41 @@ fn AccountView(account: Account, flash: Option<AccountFlash>) -> impl IntoView {
         </div>
         {forced.then(|| view! {
             <p class="notice info" role="alert" data-testid="password-change-required">
-                "You signed in with a generated password. Choose your own to continue: the other pages open once it is changed."
+                {t!(i18n, account.forced)}
             </p>
         })}
         <section class="card" aria-labelledby="password-title">
-            <h2 id="password-title">"Change your password"</h2>
-            <p class="muted">{format!("Signed in as {}. At least 8 characters. Your other sessions are signed out.", account.admin.username)}</p>
+            <h2 id="password-title">{t!(i18n, account.change_title)}</h2>
+            <p class="muted">{td_string!(locale, account.change_help, name = account.admin.username.clone()).to_string()}</p>
             <form method="post" action="/rpc/change_password" class="stack" data-testid="password-form">
                 <div class="field">
-                    <label for="current-password">"Current password"</label>
+                    <label for="current-password">{t!(i18n, account.current)}</label>
                     <input id="current-password" name="current" type="password" autocomplete="current-password" required autofocus=forced/>
                 </div>
                 <div class="field">
-                    <label for="new-password">"New password"</label>
+                    <label for="new-password">{t!(i18n, account.new_pw)}</label>
                     <input id="new-password" name="new" type="password" autocomplete="new-password" minlength="8" required/>
                 </div>
                 <div class="field">
-                    <label for="confirm-password">"New password, again"</label>
+                    <label for="confirm-password">{t!(i18n, account.confirm)}</label>
                     <input id="confirm-password" name="confirm" type="password" autocomplete="new-password" minlength="8" required/>
                 </div>
-                <div class="actions"><button type="submit" class="button" data-testid="change-password">"Change password"</button></div>
+                <div class="actions"><button type="submit" class="button" data-testid="change-password">{t!(i18n, account.change)}</button></div>
             </form>
         </section>
         <section class="card" aria-labelledby="sessions-title">
-            <h2 id="sessions-title">"Your sessions"</h2>
+            <h2 id="sessions-title">{t!(i18n, account.sessions)}</h2>
             <div class="table-wrap">
                 <table class="table" data-testid="sessions">
-                    <thead><tr><th>"Signed in (UTC)"</th><th>"Last seen (UTC)"</th><th>"Address"</th><th>"Browser"</th><th></th></tr></thead>
+                    <thead><tr><th>{t!(i18n, account.signed_in)}</th><th>{t!(i18n, account.last_seen)}</th><th>{t!(i18n, run.address)}</th><th>{t!(i18n, account.browser)}</th><th></th></tr></thead>
                     <tbody>
                         {account.sessions.into_iter().map(|s| view! {
                             <tr>
-                                <td class="nowrap">{utc_time(&s.created_at)}</td>
-                                <td class="nowrap">{utc_time(&s.last_seen_at)}</td>
+                                <td><When stamp=s.created_at/></td>
+                                <td><When stamp=s.last_seen_at/></td>
                                 <td>{s.address.unwrap_or_default()}</td>
                                 <td class="ua">{s.user_agent.unwrap_or_default()}</td>
-                                <td>{s.current.then(|| view! { <span class="badge success">"this session"</span> })}</td>
+                                <td>{s.current.then(|| view! { <span class="badge success">{t!(i18n, account.this_session)}</span> })}</td>
                             </tr>
                         }).collect_view()}
                     </tbody>
@@ -89,14 +93,14 @@ fn AccountView(account: Account, flash: Option<AccountFlash>) -> impl IntoView {
             </div>
             <form method="post" action="/rpc/sign_out_other_sessions" class="actions">
                 <button type="submit" class="button ghost" data-testid="sign-out-others" disabled=others == 0>
-                    {format!("Sign out other sessions ({others})")}
+                    {td_string!(locale, account.sign_out_others, others).to_string()}
                 </button>
             </form>
         </section>
         <section class="card" aria-labelledby="language-title">
             <h2 id="language-title">"Language / 语言"</h2>
             <form method="post" action="/rpc/set_language" class="actions" data-testid="language-form">
-                <label for="language" class="sr-only">"Language"</label>
+                <label for="language" class="sr-only">{t!(i18n, common.language)}</label>
                 <select id="language" name="locale">
                     {LANGUAGES.into_iter().map(|(id, label)| view! { <option value=id selected=language == id>{label}</option> }).collect_view()}
                 </select>
@@ -104,14 +108,23 @@ fn AccountView(account: Account, flash: Option<AccountFlash>) -> impl IntoView {
             </form>
         </section>
         <section class="card" aria-labelledby="theme-title">
-            <h2 id="theme-title">"Theme"</h2>
+            <h2 id="theme-title">{t!(i18n, account.theme)}</h2>
             <form method="post" action="/rpc/set_theme" class="actions" data-testid="theme-form">
-                <label for="theme" class="sr-only">"Theme"</label>
+                <label for="theme" class="sr-only">{t!(i18n, account.theme)}</label>
                 <select id="theme" name="theme">
-                    {THEMES.into_iter().map(|(id, label)| view! { <option value=id selected=theme == id>{label}</option> }).collect_view()}
+                    {THEMES.into_iter().map(|(id, _)| view! { <option value=id selected=theme == id>{theme_label(locale, id)}</option> }).collect_view()}
                 </select>
-                <button type="submit" class="button ghost" data-testid="save-theme">"Save theme"</button>
+                <button type="submit" class="button ghost" data-testid="save-theme">{t!(i18n, account.save_theme)}</button>
             </form>
         </section>
+    }
+}
+
+/// A theme's name in the page's language.
+fn theme_label(locale: Locale, id: &str) -> String {
+    match id {
+        "light" => td_string!(locale, account.theme_light).to_string(),
+        "dark" => td_string!(locale, account.theme_dark).to_string(),
+        _ => td_string!(locale, account.theme_auto).to_string(),
     }
 }

@@ -4,8 +4,9 @@ use leptos_meta::Title;
 use crate::{
     app::{
         components::{error_view::ErrorView, trial_panel::CopyButton},
-        format::utc_time,
+        format::When,
     },
+    i18n::{t, td_string, use_i18n},
     model::admin::{AccountFlash, AdminSummary},
     server_fns::{account::take_account_flash, admins::list_administrators, auth::current_admin},
 };
@@ -18,10 +19,11 @@ pub fn AdministratorsPage() -> impl IntoView {
     let admins = Resource::new(|| (), |_| list_administrators());
     let me = Resource::new(|| (), |_| current_admin());
     let flash = Resource::new(|| (), |_| take_account_flash());
+    let i18n = use_i18n();
     view! {
-        <Title text="Administrators"/>
-        <h1>"Administrators"</h1>
-        <Transition fallback=|| view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" Loading…"</p> }>
+        <Title text=td_string!(i18n.get_locale_untracked(), nav.administrators).to_string()/>
+        <h1>{t!(i18n, nav.administrators)}</h1>
+        <Transition fallback=move || view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" " {t!(i18n, common.loading)}</p> }>
             <ErrorBoundary fallback=|errors| view! { <ErrorView errors/> }>
                 {move || {
                     let admins = admins.get()?;
@@ -36,6 +38,8 @@ pub fn AdministratorsPage() -> impl IntoView {
 
 #[component]
 fn Admins(admins: Vec<AdminSummary>, me: i64, flash: Option<AccountFlash>) -> impl IntoView {
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
     let (notice, generated) = match flash {
         Some(AccountFlash::Notice(class, text)) => (Some((class, text)), None),
         Some(AccountFlash::OneTimePassword { username, password }) => {
@@ -51,45 +55,48 @@ fn Admins(admins: Vec<AdminSummary>, me: i64, flash: Option<AccountFlash>) -> im
         </div>
         {generated.map(|(username, password)| view! {
             <section class="card new-key" data-testid="one-time-password" aria-labelledby="otp-title">
-                <h2 id="otp-title">{format!("Password for {username}")}</h2>
-                <p>"Give it to them over a safe channel. It is shown only now, and they must change it when they first sign in."</p>
+                <h2 id="otp-title">{td_string!(locale, admins.password_for, username).to_string()}</h2>
+                <p>{t!(i18n, admins.password_help)}</p>
                 <pre class="output" id="one-time-password">{password}</pre>
                 <CopyButton target="one-time-password"/>
             </section>
         })}
         <section class="card" aria-labelledby="admins-title">
-            <h2 id="admins-title">"Who can sign in"</h2>
+            <h2 id="admins-title">{t!(i18n, admins.who)}</h2>
             <div class="table-wrap">
                 <table class="table" data-testid="administrators">
-                    <thead><tr><th>"Name"</th><th>"State"</th><th>"Last sign-in (UTC)"</th><th>"Added (UTC)"</th><th></th></tr></thead>
+                    <thead><tr><th>{t!(i18n, common.name)}</th><th>{t!(i18n, admins.state)}</th><th>{t!(i18n, admins.last_sign_in)}</th><th>{t!(i18n, admins.added)}</th><th></th></tr></thead>
                     <tbody>
                         {admins.into_iter().map(|a| {
                             let state = if a.disabled {
-                                ("badge failure", "disabled")
+                                ("badge failure", td_string!(locale, admins.disabled).to_string())
                             } else if a.must_change_password {
-                                ("badge neutral", "must change password")
+                                ("badge neutral", td_string!(locale, admins.must_change).to_string())
                             } else {
-                                ("badge success", "active")
+                                ("badge success", td_string!(locale, admins.active).to_string())
                             };
                             let yourself = a.id == me;
                             view! {
                                 <tr data-testid="administrator" data-name=a.username.clone()>
-                                    <td>{a.username.clone()} {yourself.then_some(" (you)")}</td>
+                                    <td>{a.username.clone()} {yourself.then(|| td_string!(locale, admins.you).to_string())}</td>
                                     <td><span class=state.0>{state.1}</span></td>
-                                    <td class="nowrap">{a.last_login_at.as_deref().map(utc_time).unwrap_or_else(|| "never".into())}</td>
-                                    <td class="nowrap">{utc_time(&a.created_at)}</td>
+                                    <td>{match a.last_login_at.clone() {
+                                        Some(stamp) => view! { <When stamp/> }.into_any(),
+                                        None => td_string!(locale, common.never).to_string().into_any(),
+                                    }}</td>
+                                    <td><When stamp=a.created_at.clone()/></td>
                                     <td class="row-actions">
                                         {(!yourself).then(|| view! {
                                             <form method="post" action="/rpc/set_administrator_disabled" class="inline">
                                                 <input type="hidden" name="id" value=a.id.to_string()/>
                                                 <input type="hidden" name="disabled" value=(!a.disabled).to_string()/>
                                                 <button type="submit" class="button ghost" data-testid="toggle-disabled">
-                                                    {if a.disabled { "Enable" } else { "Disable" }}
+                                                    {if a.disabled { td_string!(locale, admins.enable).to_string() } else { td_string!(locale, admins.disable).to_string() }}
                                                 </button>
                                             </form>
                                             <form method="post" action="/rpc/reset_administrator_password" class="inline">
                                                 <input type="hidden" name="id" value=a.id.to_string()/>
-                                                <button type="submit" class="button ghost" data-testid="reset-password">"New password"</button>
+                                                <button type="submit" class="button ghost" data-testid="reset-password">{t!(i18n, admins.new_password)}</button>
                                             </form>
                                         })}
                                     </td>
@@ -101,15 +108,15 @@ fn Admins(admins: Vec<AdminSummary>, me: i64, flash: Option<AccountFlash>) -> im
             </div>
         </section>
         <section class="card" aria-labelledby="add-title">
-            <h2 id="add-title">"Add an administrator"</h2>
+            <h2 id="add-title">{t!(i18n, admins.add_title)}</h2>
             <form method="post" action="/rpc/add_administrator" class="actions" data-testid="add-admin-form">
                 <div class="field">
-                    <label for="new-admin">"Name"</label>
+                    <label for="new-admin">{t!(i18n, common.name)}</label>
                     <input id="new-admin" name="username" required maxlength="64" autocomplete="off"/>
                 </div>
-                <button type="submit" class="button" data-testid="add-admin">"Add"</button>
+                <button type="submit" class="button" data-testid="add-admin">{t!(i18n, admins.add)}</button>
             </form>
-            <p class="help">"Letters, digits, '.', '_', '-' or '@'. A password is generated and shown once."</p>
+            <p class="help">{t!(i18n, admins.name_help)}</p>
         </section>
     }
 }

@@ -2,7 +2,11 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::{
-    app::components::{error_view::ErrorView, trial_panel::CopyButton},
+    app::{
+        components::{error_view::ErrorView, trial_panel::CopyButton},
+        format::When,
+    },
+    i18n::{t, td_string, use_i18n, Locale},
     model::api_key::{ApiKeyFlash, ApiKeyInfo, Scope},
     server_fns::api_keys::{list_api_keys, take_api_key_flash},
 };
@@ -14,18 +18,16 @@ pub fn ApiKeysPage() -> impl IntoView {
     let keys = Resource::new(|| (), |_| list_api_keys());
     let flash = Resource::new(|| (), |_| take_api_key_flash());
     let query = leptos_router::hooks::use_query_map();
+    let i18n = use_i18n();
     view! {
-        <Title text="API keys"/>
-        <h1>"API keys"</h1>
+        <Title text=td_string!(i18n.get_locale_untracked(), nav.api_keys).to_string()/>
+        <h1>{t!(i18n, nav.api_keys)}</h1>
         <p class="muted intro">
-            "Agents and scripts run code with an API key: "
-            <code>"Authorization: Bearer <key>"</code>
-            ". Keys with the " <b>"execute"</b> " scope may call " <code>"POST /api/v1/execute"</code>
-            " and RAGFlow's " <code>"POST /run"</code> "; keys with the " <b>"admin"</b>
-            " scope may change sandbox settings through RAGFlow's admin API. The API is described at "
-            <a href="/api/v1/openapi.json">"/api/v1/openapi.json"</a> "."
+            {t!(i18n, keys.intro_header)} " " <code>"Authorization: Bearer <key>"</code> " "
+            {t!(i18n, keys.intro_scopes)} " " <code>"POST /api/v1/execute"</code> " · " <code>"POST /run"</code> " "
+            {t!(i18n, keys.intro_openapi)} " " <a href="/api/v1/openapi.json">"/api/v1/openapi.json"</a>
         </p>
-        <Transition fallback=|| view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" Loading…"</p> }>
+        <Transition fallback=move || view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" " {t!(i18n, common.loading)}</p> }>
             <ErrorBoundary fallback=|errors| view! { <ErrorView errors/> }>
                 {move || {
                     let keys = keys.get()?;
@@ -40,6 +42,8 @@ pub fn ApiKeysPage() -> impl IntoView {
 
 #[component]
 fn Keys(keys: Vec<ApiKeyInfo>, flash: Option<ApiKeyFlash>, confirm: Option<i64>) -> impl IntoView {
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
     let (mut name, mut scopes) = (String::new(), vec![Scope::Execute]);
     let mut created = None;
     let mut notice = None;
@@ -48,7 +52,7 @@ fn Keys(keys: Vec<ApiKeyInfo>, flash: Option<ApiKeyFlash>, confirm: Option<i64>)
         Some(ApiKeyFlash::Revoked { name }) => {
             notice = Some((
                 "success",
-                format!("Revoked '{name}': requests with it are refused from now on."),
+                td_string!(locale, keys.revoked, name).to_string(),
             ))
         }
         Some(ApiKeyFlash::Invalid {
@@ -69,11 +73,11 @@ fn Keys(keys: Vec<ApiKeyInfo>, flash: Option<ApiKeyFlash>, confirm: Option<i64>)
     view! {
         {created.map(|created| view! {
             <section class="card new-key" role="status" data-testid="new-key-card">
-                <h2>"Key created: " {created.info.name.clone()}</h2>
-                <p>"Copy it now. Only a hash is stored: it cannot be shown again."</p>
+                <h2>{td_string!(locale, keys.created, name = created.info.name.clone()).to_string()}</h2>
+                <p>{t!(i18n, keys.copy_now)}</p>
                 <pre class="output mono" id="new-key" data-testid="new-key">{created.key.clone()}</pre>
                 <CopyButton target="new-key"/>
-                <p class="muted">"Try it: "<code class="mono">{format!(
+                <p class="muted">{t!(i18n, keys.try_it)} " " <code class="mono">{format!(
                     "curl -H 'Authorization: Bearer {}' -H 'Content-Type: application/json' -d '{{\"language\":\"python\",\"code\":\"def main():\\n    return 42\"}}' <console>/api/v1/execute",
                     created.key
                 )}</code></p>
@@ -81,50 +85,50 @@ fn Keys(keys: Vec<ApiKeyInfo>, flash: Option<ApiKeyFlash>, confirm: Option<i64>)
         })}
         {notice.map(|(class, text)| view! { <p class=format!("notice {class}") role="status" data-testid="key-notice">{text}</p> })}
         <section class="card">
-            <h2>"Create a key"</h2>
+            <h2>{t!(i18n, keys.create_title)}</h2>
             <form method="post" action="/rpc/create_api_key" data-testid="create-key-form"
                 on:submit=move |_| set_pending.set(true)>
                 <div class="field">
-                    <label for="key-name">"Name " <span class="required" aria-hidden="true">"*"</span></label>
+                    <label for="key-name">{t!(i18n, common.name)} " " <span class="required" aria-hidden="true">"*"</span></label>
                     <input id="key-name" name="name" required maxlength="64" value=name
                         placeholder="ragflow-prod" autocomplete="off"/>
-                    <p class="help">"Shown as the caller in the execution history."</p>
+                    <p class="help">{t!(i18n, keys.name_help)}</p>
                 </div>
                 <div class="field">
-                    <label for="key-expiry">"Expires after (days)"</label>
+                    <label for="key-expiry">{t!(i18n, keys.expiry)}</label>
                     <input id="key-expiry" name="expires_days" type="number" min="1"
-                        max=crate::model::api_key::MAX_EXPIRY_DAYS.to_string() placeholder="never"
+                        max=crate::model::api_key::MAX_EXPIRY_DAYS.to_string() placeholder=td_string!(locale, common.never).to_string()
                         aria-describedby="key-expiry-help"/>
-                    <p class="help" id="key-expiry-help">"Leave blank for a key that never expires. An expired key is refused like a revoked one."</p>
+                    <p class="help" id="key-expiry-help">{t!(i18n, keys.expiry_help)}</p>
                 </div>
                 <fieldset class="scopes">
-                    <legend>"Scopes"</legend>
+                    <legend>{t!(i18n, keys.scopes)}</legend>
                     {Scope::ALL.into_iter().map(|scope| view! {
                         <label class="check">
                             <input type="checkbox" name=scope.id() value="on" checked=scopes.contains(&scope)
                                 data-testid=format!("scope-{}", scope.id())/>
-                            <b>{scope.id()}</b> " — " {scope.describe()}
+                            <b>{scope.id()}</b> " — " {scope_words(locale, scope)}
                         </label>
                     }).collect_view()}
                 </fieldset>
                 <div class="actions">
-                    <button type="submit" class="button" disabled=pending data-testid="create-key">"Create key"</button>
+                    <button type="submit" class="button" disabled=pending data-testid="create-key">{t!(i18n, keys.create)}</button>
                     {move || pending.get().then(|| view! {
-                        <span class="loading"><span class="spinner" aria-hidden="true"></span>" Creating…"</span>
+                        <span class="loading"><span class="spinner" aria-hidden="true"></span>" " {t!(i18n, common.working)}</span>
                     })}
                 </div>
             </form>
         </section>
         <section class="card">
-            <h2>"Keys " <span class="muted">{format!("({live} live)")}</span></h2>
+            <h2>{t!(i18n, keys.keys)} " " <span class="muted">{td_string!(locale, keys.live, live).to_string()}</span></h2>
             {if keys.is_empty() {
-                view! { <p class="muted" data-testid="no-keys">"No keys yet."</p> }.into_any()
+                view! { <p class="muted" data-testid="no-keys">{t!(i18n, keys.none)}</p> }.into_any()
             } else {
                 view! {
                     <div class="table-wrap">
                     <table class="table" data-testid="keys">
                         <thead><tr>
-                            <th>"Name"</th><th>"Key"</th><th>"Scopes"</th><th>"Created"</th><th>"Expires"</th><th>"Last used"</th><th></th>
+                            <th>{t!(i18n, common.name)}</th><th>{t!(i18n, keys.key)}</th><th>{t!(i18n, keys.scopes)}</th><th>{t!(i18n, keys.created_at)}</th><th>{t!(i18n, keys.expires)}</th><th>{t!(i18n, keys.last_used)}</th><th></th>
                         </tr></thead>
                         <tbody>
                             {keys.into_iter().map(|key| {
@@ -145,34 +149,41 @@ fn KeyRow(key: ApiKeyInfo, confirming: bool) -> impl IntoView {
     let scopes: Vec<_> = key.scopes.iter().map(|s| s.id()).collect();
     let revoked = key.revoked_at.clone();
     let is_revoked = revoked.is_some();
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
+    let never = td_string!(locale, common.never).to_string();
+    let time = |stamp: Option<String>| match stamp {
+        Some(stamp) => view! { <When stamp/> }.into_any(),
+        None => never.clone().into_any(),
+    };
     view! {
         <tr class:revoked=is_revoked data-testid=format!("key-{}", key.name)>
             <td>{key.name.clone()}</td>
             <td class="mono">{format!("{}…", key.prefix)}</td>
             <td>{scopes.join(", ")}</td>
-            <td>{short_time(&key.created_at)} <span class="muted">" by " {key.created_by.clone()}</span></td>
-            <td>{key.expires_at.as_deref().map_or_else(|| "never".to_owned(), short_time)}</td>
+            <td><When stamp=key.created_at.clone()/> <span class="muted">" · " {key.created_by.clone()}</span></td>
+            <td>{time(key.expires_at.clone())}</td>
             <td>
-                {key.last_used_at.as_deref().map_or_else(|| "never".to_owned(), short_time)}
-                {key.last_used_address.clone().map(|a| view! { <span class="muted">" from " {a}</span> })}
+                {time(key.last_used_at.clone())}
+                {key.last_used_address.clone().map(|a| view! { <span class="muted">" · " {a}</span> })}
             </td>
             <td>
                 {match (revoked, confirming) {
-                    (Some(at), _) => view! { <span class="badge failure">"Revoked " {short_time(&at)}</span> }.into_any(),
+                    (Some(at), _) => view! { <span class="badge failure">{t!(i18n, keys.revoked_badge)} " " <When stamp=at/></span> }.into_any(),
                     // Revoking breaks every agent that uses the key: it takes a second step.
                     (None, true) => view! {
                         <form method="post" action="/rpc/revoke_api_key" class="confirm" role="alertdialog"
-                            aria-label=format!("Revoke {}?", key.name) data-testid="confirm-revoke">
+                            aria-label=td_string!(locale, keys.revoke_q, name = key.name.clone()).to_string() data-testid="confirm-revoke">
                             <input type="hidden" name="id" value=key.id.to_string()/>
-                            <p>{format!("Revoke '{}'? Agents that use it are refused at once.", key.name)}</p>
+                            <p>{td_string!(locale, keys.revoke_confirm, name = key.name.clone()).to_string()}</p>
                             <button type="submit" class="button danger" autofocus
-                                data-testid=format!("confirm-revoke-{}", key.name)>"Revoke"</button>
-                            " " <a href="/admin/api-keys" class="button ghost" data-testid="cancel-revoke">"Cancel"</a>
+                                data-testid=format!("confirm-revoke-{}", key.name)>{t!(i18n, keys.revoke)}</button>
+                            " " <a href="/admin/api-keys" class="button ghost" data-testid="cancel-revoke">{t!(i18n, common.cancel)}</a>
                         </form>
                     }.into_any(),
                     (None, false) => view! {
                         <a href=format!("/admin/api-keys?revoke={}", key.id) class="button ghost danger"
-                            data-testid=format!("revoke-{}", key.name)>"Revoke…"</a>
+                            data-testid=format!("revoke-{}", key.name)>{t!(i18n, keys.revoke)} "…"</a>
                     }.into_any(),
                 }}
             </td>
@@ -180,24 +191,10 @@ fn KeyRow(key: ApiKeyInfo, confirming: bool) -> impl IntoView {
     }
 }
 
-/// `2026-12-02T14:07:09.123Z` → `2026-12-02 14:07 UTC`.
-fn short_time(stamp: &str) -> String {
-    match (stamp.get(..10), stamp.get(11..16)) {
-        (Some(day), Some(time)) => format!("{day} {time} UTC"),
-        _ => stamp.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::short_time;
-
-    #[test]
-    fn times_are_shortened_to_the_minute() {
-        assert_eq!(
-            short_time("2026-12-02T14:07:09.123Z"),
-            "2026-12-02 14:07 UTC"
-        );
-        assert_eq!(short_time("soon"), "soon");
+/// What a scope allows, in the page's language.
+fn scope_words(locale: Locale, scope: Scope) -> String {
+    match scope {
+        Scope::Execute => td_string!(locale, keys.scope_execute).to_string(),
+        Scope::Admin => td_string!(locale, keys.scope_admin).to_string(),
     }
 }

@@ -3,7 +3,8 @@ use leptos_meta::{Meta, Title};
 use leptos_router::hooks::use_params_map;
 
 use crate::{
-    app::components::error_view::ErrorView,
+    app::{components::error_view::ErrorView, format::When},
+    i18n::{t, td_string, use_i18n, Locale},
     model::environment::{
         BuildInfo, BuildStatus, EnvironmentFlash, EnvironmentForm, EnvironmentInfo,
         EnvironmentPage, LockedPackage, Verification,
@@ -11,23 +12,17 @@ use crate::{
     server_fns::environments::{get_environment, list_environments},
 };
 
-const LOADING: &str = " Loading…";
-
 /// Package environments: the list with status, packages and use; a form to create one.
 /// Plain forms: the page works with JavaScript off.
 #[component]
 pub fn EnvironmentsPage() -> impl IntoView {
     let list = Resource::new(|| (), |_| list_environments());
+    let i18n = use_i18n();
     view! {
-        <Title text="Environments"/>
-        <h1>"Environments"</h1>
-        <p class="muted intro">
-            "An environment is a set of Python packages (pip requirements) and npm packages, built once into a \
-             read-only folder and mounted into every sandbox of the providers that name it (local and docker). \
-             Builds take wheels only, unless an environment allows source distributions. A failed build never \
-             replaces the build in use."
-        </p>
-        <Transition fallback=|| view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>{LOADING}</p> }>
+        <Title text=td_string!(i18n.get_locale_untracked(), nav.environments).to_string()/>
+        <h1>{t!(i18n, nav.environments)}</h1>
+        <p class="muted intro">{t!(i18n, env.intro)}</p>
+        <Transition fallback=move || view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" " {t!(i18n, common.loading)}</p> }>
             <ErrorBoundary fallback=|errors| view! { <ErrorView errors/> }>
                 {move || list.get().map(|r| r.map(|(list, flash)| view! { <EnvironmentList list flash/> }))}
             </ErrorBoundary>
@@ -35,13 +30,21 @@ pub fn EnvironmentsPage() -> impl IntoView {
     }
 }
 
-fn status_badge(status: &'static str) -> impl IntoView {
-    let class = match status {
-        "ready" => "badge success",
-        "failed" => "badge failure",
-        _ => "badge",
+fn status_badge(locale: Locale, status: &'static str) -> impl IntoView {
+    let (class, label) = match status {
+        "ready" => (
+            "badge success",
+            td_string!(locale, env.status.ready).to_string(),
+        ),
+        "failed" => (
+            "badge failure",
+            td_string!(locale, env.status.failed).to_string(),
+        ),
+        "building" => ("badge", td_string!(locale, env.status.building).to_string()),
+        "new" => ("badge", td_string!(locale, env.status.new).to_string()),
+        other => ("badge", other.to_owned()),
     };
-    view! { <span class=class data-testid="env-status">{status}</span> }
+    view! { <span class=class data-testid="env-status" data-status=status>{label}</span> }
 }
 
 fn mib(bytes: Option<i64>) -> String {
@@ -84,6 +87,8 @@ fn notice(flash: Option<&EnvironmentFlash>) -> Option<impl IntoView> {
 
 #[component]
 fn EnvironmentList(list: Vec<EnvironmentInfo>, flash: Option<EnvironmentFlash>) -> impl IntoView {
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
     let building = list.iter().any(|e| e.status() == "building");
     let (form, errors) = match &flash {
         Some(EnvironmentFlash::Refused {
@@ -97,15 +102,15 @@ fn EnvironmentList(list: Vec<EnvironmentInfo>, flash: Option<EnvironmentFlash>) 
         {building.then(|| view! { <Meta http_equiv="refresh" content="3"/> })}
         {notice(flash.as_ref())}
         <section class="card">
-            <h2>"Environments"</h2>
+            <h2>{t!(i18n, nav.environments)}</h2>
             {if list.is_empty() {
-                view! { <p class="muted" data-testid="no-environments">"No environments yet."</p> }.into_any()
+                view! { <p class="muted" data-testid="no-environments">{t!(i18n, env.none)}</p> }.into_any()
             } else {
                 view! {
                     <div class="table-wrap">
                     <table class="table" data-testid="environments">
                         <thead><tr>
-                            <th>"Name"</th><th>"Status"</th><th>"Packages"</th><th>"Size"</th><th>"Used by"</th>
+                            <th>{t!(i18n, common.name)}</th><th>{t!(i18n, common.status)}</th><th>{t!(i18n, env.packages)}</th><th>{t!(i18n, env.size)}</th><th>{t!(i18n, env.used_by)}</th>
                         </tr></thead>
                         <tbody>
                             {list.into_iter().map(|env| {
@@ -115,9 +120,9 @@ fn EnvironmentList(list: Vec<EnvironmentInfo>, flash: Option<EnvironmentFlash>) 
                                     <tr data-testid=format!("env-{}", env.name)>
                                         <td>
                                             <a href=href>{env.name.clone()}</a>
-                                            {env.is_default.then(|| view! { " " <span class="badge">"default"</span> })}
+                                            {env.is_default.then(|| view! { " " <span class="badge">{t!(i18n, env.default)}</span> })}
                                         </td>
-                                        <td>{status_badge(env.status())}</td>
+                                        <td>{status_badge(locale, env.status())}</td>
                                         <td class="mono">{packages}</td>
                                         <td>{mib(env.ready.as_ref().and_then(|b| b.size_bytes))}</td>
                                         <td>{if env.used_by.is_empty() { "—".to_owned() } else { env.used_by.join(", ") }}</td>
@@ -131,7 +136,7 @@ fn EnvironmentList(list: Vec<EnvironmentInfo>, flash: Option<EnvironmentFlash>) 
             }}
         </section>
         <section class="card">
-            <h2>"Create an environment"</h2>
+            <h2>{t!(i18n, env.create_title)}</h2>
             <SpecForm form errors editing=false/>
         </section>
     }
@@ -144,6 +149,8 @@ fn SpecForm(
     errors: std::collections::BTreeMap<String, String>,
     editing: bool,
 ) -> impl IntoView {
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
     let error = |key: &str| {
         errors.get(key).cloned().map(|message| {
             let id = format!("{key}-error");
@@ -170,40 +177,40 @@ fn SpecForm(
             } else {
                 view! {
                     <div class="field" class:has-error=name_bad>
-                        <label for="env-name">"Name " <span class="required" aria-hidden="true">"*"</span></label>
+                        <label for="env-name">{t!(i18n, common.name)} " " <span class="required" aria-hidden="true">"*"</span></label>
                         <input id="env-name" name="name" required maxlength="40" value=form.name.clone()
                             placeholder="data-science" autocomplete="off" aria-describedby="env-name-help"/>
-                        <p class="help" id="env-name-help">"Lowercase letters, digits, - and _. Providers name it in their Environment field."</p>
+                        <p class="help" id="env-name-help">{t!(i18n, env.name_help)}</p>
                         {name_error}
                     </div>
                 }.into_any()
             }}
             <div class="field" class:has-error=python_bad>
-                <label for="env-python">"Python requirements"</label>
+                <label for="env-python">{t!(i18n, env.python)}</label>
                 <textarea id="env-python" name="python_requirements" rows="6" class="mono"
                     placeholder="numpy\npandas<3\nrequests==2.32.3" aria-describedby="env-python-help">
                     {form.python_requirements.clone()}
                 </textarea>
-                <p class="help" id="env-python-help">"One requirement per line, pip syntax. No options or URLs: the package index is a console setting."</p>
+                <p class="help" id="env-python-help">{t!(i18n, env.python_help)}</p>
                 {python_error}
             </div>
             <div class="field" class:has-error=npm_bad>
-                <label for="env-npm">"npm packages"</label>
+                <label for="env-npm">{t!(i18n, env.npm)}</label>
                 <textarea id="env-npm" name="npm_packages" rows="3" class="mono"
                     placeholder="axios\nlodash@^4" aria-describedby="env-npm-help">
                     {form.npm_packages.clone()}
                 </textarea>
-                <p class="help" id="env-npm-help">"name or name@version, one per line. Install scripts never run."</p>
+                <p class="help" id="env-npm-help">{t!(i18n, env.npm_help)}</p>
                 {npm_error}
             </div>
             <label class="check">
                 <input type="checkbox" name="allow_sdists" value="on" checked=form.allow_sdists data-testid="allow-sdists"/>
-                " Allow source distributions "
-                <span class="muted">"(building a package from source runs its own code on this host: only for packages you trust)"</span>
+                " " {t!(i18n, env.sdists)} " "
+                <span class="muted">{t!(i18n, env.sdists_help)}</span>
             </label>
             <div class="actions">
                 <button type="submit" class="button" data-testid="save-environment">
-                    {if editing { "Save and build" } else { "Create and build" }}
+                    {if editing { td_string!(locale, env.save_build).to_string() } else { td_string!(locale, env.create_build).to_string() }}
                 </button>
             </div>
         </form>
@@ -217,10 +224,11 @@ pub fn EnvironmentDetailPage() -> impl IntoView {
     let params = use_params_map();
     let name = move || params.with(|p| p.get("name").unwrap_or_default());
     let page = Resource::new(name, get_environment);
+    let i18n = use_i18n();
     view! {
-        <Title text="Environment"/>
-        <p><a href="/admin/environments">"← Environments"</a></p>
-        <Transition fallback=|| view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>{LOADING}</p> }>
+        <Title text=td_string!(i18n.get_locale_untracked(), env.title).to_string()/>
+        <p><a href="/admin/environments">"← " {t!(i18n, nav.environments)}</a></p>
+        <Transition fallback=move || view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" " {t!(i18n, common.loading)}</p> }>
             <ErrorBoundary fallback=|errors| view! { <ErrorView errors/> }>
                 {move || page.get().map(|r| r.map(|page| view! { <EnvironmentView page/> }))}
             </ErrorBoundary>
@@ -228,12 +236,7 @@ pub fn EnvironmentDetailPage() -> impl IntoView {
     }
 }
 
-fn button(
-    action: &'static str,
-    name: &str,
-    label: &'static str,
-    class: &'static str,
-) -> impl IntoView {
+fn button(action: &'static str, name: &str, label: String, class: &'static str) -> impl IntoView {
     let testid = action.replace('_', "-");
     view! {
         <form method="post" action=format!("/rpc/{action}") class="inline">
@@ -269,36 +272,38 @@ fn EnvironmentView(page: EnvironmentPage) -> impl IntoView {
         ),
     };
     let name = env.name.clone();
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
     view! {
         {building.then(|| view! { <Meta http_equiv="refresh" content="2"/> })}
-        <h1>{env.name.clone()} " " {status_badge(env.status())}
-            {env.is_default.then(|| view! { " " <span class="badge">"default"</span> })}
+        <h1>{env.name.clone()} " " {status_badge(locale, env.status())}
+            {env.is_default.then(|| view! { " " <span class="badge">{t!(i18n, env.default)}</span> })}
         </h1>
         {notice(flash.as_ref())}
         <section class="card">
             <dl class="facts">
-                <dt>"Version"</dt><dd>{env.version} " — by " {env.updated_by.clone()} " at " {env.updated_at.clone()} " UTC"</dd>
-                <dt>"Used by"</dt><dd data-testid="env-used-by">{if env.used_by.is_empty() { "no provider".to_owned() } else { env.used_by.join(", ") }}</dd>
-                <dt>"In use"</dt><dd>{env.ready.as_ref().map_or("no ready build yet: runs use the bare interpreter".to_owned(), |b| format!("build {} ({}), {}", b.id, b.spec_hash, mib(b.size_bytes)))}</dd>
+                <dt>{t!(i18n, dash.version)}</dt><dd>{env.version} " — " {env.updated_by.clone()} ", " <When stamp=env.updated_at.clone()/></dd>
+                <dt>{t!(i18n, env.used_by)}</dt><dd data-testid="env-used-by">{if env.used_by.is_empty() { td_string!(locale, env.no_provider).to_string() } else { env.used_by.join(", ") }}</dd>
+                <dt>{t!(i18n, env.in_use)}</dt><dd>{env.ready.as_ref().map_or(td_string!(locale, env.no_build).to_string(), |b| td_string!(locale, env.build_line, id = b.id, hash = b.spec_hash.clone(), size = mib(b.size_bytes)).to_string())}</dd>
             </dl>
             <div class="actions">
-                {button("build_environment", &name, "Build again", "button")}
-                {env.ready.is_some().then(|| button("test_environment", &name, "Test", "button ghost"))}
-                {(!env.is_default && env.ready.is_some()).then(|| button("make_default_environment", &name, "Make default", "button ghost"))}
-                {button("delete_environment", &name, "Delete", "button ghost danger")}
+                {button("build_environment", &name, td_string!(locale, env.build_again).to_string(), "button")}
+                {env.ready.is_some().then(|| button("test_environment", &name, td_string!(locale, env.test).to_string(), "button ghost"))}
+                {(!env.is_default && env.ready.is_some()).then(|| button("make_default_environment", &name, td_string!(locale, env.make_default).to_string(), "button ghost"))}
+                {button("delete_environment", &name, td_string!(locale, env.delete).to_string(), "button ghost danger")}
             </div>
         </section>
         {log.map(|log| view! { <BuildView log/> })}
         {env.ready.as_ref().map(|ready| view! {
             <section class="card">
-                <h2>"Verification"</h2>
+                <h2>{t!(i18n, env.verification)}</h2>
                 <VerificationTable results=ready.verification.clone()/>
-                <h2>"Lock " <span class="muted">{format!("({} packages)", ready.lock.len())}</span></h2>
+                <h2>{t!(i18n, env.lock)} " " <span class="muted">{td_string!(locale, env.lock_count, count = ready.lock.len()).to_string()}</span></h2>
                 <LockTable lock=ready.lock.clone()/>
             </section>
         })}
         <section class="card">
-            <h2>"Spec"</h2>
+            <h2>{t!(i18n, env.spec)}</h2>
             <SpecForm form errors editing=true/>
         </section>
     }
@@ -307,23 +312,26 @@ fn EnvironmentView(page: EnvironmentPage) -> impl IntoView {
 #[component]
 fn BuildView(log: crate::model::environment::BuildLog) -> impl IntoView {
     let build = log.build;
-    let title = match build.status {
-        BuildStatus::Building => format!("Build {} — {}", build.id, build.stage),
-        BuildStatus::Ready => format!("Build {} — ready", build.id),
-        BuildStatus::Failed => format!("Build {} — failed", build.id),
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
+    let stage = match build.status {
+        BuildStatus::Building => build.stage.clone(),
+        BuildStatus::Ready => td_string!(locale, env.status.ready).to_string(),
+        BuildStatus::Failed => td_string!(locale, env.status.failed).to_string(),
     };
+    let title = td_string!(locale, env.build_title, id = build.id, stage).to_string();
     let failed = (build.status == BuildStatus::Failed).then(|| build.stage.clone());
     view! {
         <section class="card" data-testid="build">
             <h2>{title}</h2>
-            <p class="muted">"Started " {build.started_at.clone()} " UTC by " {build.started_by.clone()}
-                {build.finished_at.clone().map(|at| format!(", finished {at} UTC"))}</p>
+            <p class="muted">{t!(i18n, env.started)} " " <When stamp=build.started_at.clone()/> " · " {build.started_by.clone()}
+                {build.finished_at.clone().map(|at| view! { " · " {t!(i18n, env.finished)} " " <When stamp=at/> })}</p>
             {(build.status == BuildStatus::Building).then(|| view! {
-                <p class="loading" role="status"><span class="spinner" aria-hidden="true"></span>" Building… this page refreshes until it is done."</p>
+                <p class="loading" role="status"><span class="spinner" aria-hidden="true"></span>" " {t!(i18n, env.building_note)}</p>
             })}
             {failed.map(|why| view! { <p class="notice error" role="alert" data-testid="build-error">{why}</p> })}
             <details open=build.status != BuildStatus::Ready>
-                <summary>"Log"</summary>
+                <summary>{t!(i18n, env.log)}</summary>
                 <pre class="output mono" data-testid="build-log">{log.log}</pre>
             </details>
         </section>
@@ -332,24 +340,25 @@ fn BuildView(log: crate::model::environment::BuildLog) -> impl IntoView {
 
 #[component]
 fn VerificationTable(results: Vec<Verification>) -> impl IntoView {
+    let i18n = use_i18n();
     if results.is_empty() {
-        return view! { <p class="muted">"Not verified yet."</p> }.into_any();
+        return view! { <p class="muted">{t!(i18n, env.not_verified)}</p> }.into_any();
     }
     view! {
         <div class="table-wrap">
         <table class="table" data-testid="verification">
-            <thead><tr><th>"Provider"</th><th>"Result"</th><th>"Import time"</th><th>"Checked (UTC)"</th></tr></thead>
+            <thead><tr><th>{t!(i18n, common.provider)}</th><th>{t!(i18n, env.result)}</th><th>{t!(i18n, env.import_time)}</th><th>{t!(i18n, env.checked)}</th></tr></thead>
             <tbody>
                 {results.into_iter().map(|r| view! {
                     <tr>
                         <td>{r.provider}</td>
                         <td>{if r.ok {
-                            view! { <span class="badge success">"usable"</span> }.into_any()
+                            view! { <span class="badge success">{t!(i18n, env.usable)}</span> }.into_any()
                         } else {
-                            view! { <span class="badge failure">"unusable"</span> " " <span class="mono">{r.error.unwrap_or_default()}</span> }.into_any()
+                            view! { <span class="badge failure">{t!(i18n, env.unusable)}</span> " " <span class="mono">{r.error.unwrap_or_default()}</span> }.into_any()
                         }}</td>
                         <td>{r.import_ms.map_or("—".into(), |ms| format!("{ms} ms"))}</td>
-                        <td>{r.checked_at}</td>
+                        <td><When stamp=r.checked_at/></td>
                     </tr>
                 }).collect_view()}
             </tbody>
@@ -361,10 +370,11 @@ fn VerificationTable(results: Vec<Verification>) -> impl IntoView {
 
 #[component]
 fn LockTable(lock: Vec<LockedPackage>) -> impl IntoView {
+    let i18n = use_i18n();
     view! {
         <div class="table-wrap">
         <table class="table" data-testid="lock">
-            <thead><tr><th>"Package"</th><th>"Version"</th><th>"From"</th></tr></thead>
+            <thead><tr><th>{t!(i18n, env.package)}</th><th>{t!(i18n, dash.version)}</th><th>{t!(i18n, env.from)}</th></tr></thead>
             <tbody>
                 {lock.into_iter().map(|p| view! {
                     <tr>
@@ -376,6 +386,6 @@ fn LockTable(lock: Vec<LockedPackage>) -> impl IntoView {
             </tbody>
         </table>
         </div>
-        <p class="muted">"* asked for by name; the rest are dependencies."</p>
+        <p class="muted">{t!(i18n, env.asked_note)}</p>
     }
 }

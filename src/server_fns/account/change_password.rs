@@ -24,7 +24,8 @@ pub async fn change_password(
     };
     if new != confirm {
         return refused(
-            "The new password and its confirmation differ: nothing was changed.".into(),
+            crate::i18n::td_string!(crate::server_fns::guard::locale(), account.password_differs)
+                .to_string(),
         )
         .await;
     }
@@ -77,7 +78,8 @@ pub async fn change_password(
     super::flash_notice(
         super::PAGE,
         "success",
-        "Password changed. Your other sessions were signed out.".into(),
+        crate::i18n::td_string!(crate::server_fns::guard::locale(), account.password_changed)
+            .to_string(),
     )
     .await?;
     Ok(())

@@ -21,11 +21,13 @@ pub async fn set_language(locale: String) -> Result<(), AppError> {
     crate::server::db::admin_user::set_locale(&state.pool, admin.id, &locale)
         .await
         .map_err(internal)?;
-    super::flash_notice(
-        super::PAGE,
-        "success",
-        "Language saved. / 语言已保存。".into(),
-    )
-    .await?;
+    // Said in the language just chosen (the page that shows it is in that language too).
+    let said_in = match locale.as_str() {
+        "zh-CN" => crate::i18n::Locale::zh_CN,
+        "en" => crate::i18n::Locale::en,
+        _ => crate::server_fns::guard::locale(),
+    };
+    let text = crate::i18n::td_string!(said_in, account.language_saved);
+    super::flash_notice(super::PAGE, "success", text.to_string()).await?;
     Ok(())
 }

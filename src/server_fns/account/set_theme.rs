@@ -20,6 +20,7 @@ pub async fn set_theme(theme: String) -> Result<(), AppError> {
     crate::server::db::admin_user::set_theme(&state.pool, admin.id, &theme)
         .await
         .map_err(internal)?;
-    super::flash_notice(super::PAGE, "success", "Theme saved.".into()).await?;
+    let text = crate::i18n::td_string!(crate::server_fns::guard::locale(), account.theme_saved);
+    super::flash_notice(super::PAGE, "success", text.to_string()).await?;
     Ok(())
 }

@@ -25,10 +25,10 @@ pub async fn sign_out_other_sessions() -> Result<u64, AppError> {
         &[("sessions", gone.to_string())],
     )
     .await;
+    let locale = crate::server_fns::guard::locale();
     let text = match gone {
-        0 => "There were no other sessions.".to_owned(),
-        1 => "Signed out 1 other session.".to_owned(),
-        n => format!("Signed out {n} other sessions."),
+        0 => crate::i18n::td_string!(locale, account.no_others).to_string(),
+        count => crate::i18n::td_string!(locale, account.signed_out_others, count).to_string(),
     };
     super::flash_notice(super::PAGE, "success", text).await?;
     Ok(gone)

@@ -18,7 +18,8 @@ pub async fn reset_administrator_password(id: String) -> Result<String, AppError
         .parse()
         .map_err(|_| reject(AppError::BadRequest("id must be a number".into())))?;
     if id == admin.id {
-        let message = "Change your own password on the Account page.".to_owned();
+        let message = crate::i18n::td_string!(crate::server_fns::guard::locale(), admins.reset_own)
+            .to_string();
         flash_notice(super::PAGE, "error", message.clone()).await?;
         return Err(reject(AppError::BadRequest(message)));
     }
@@ -27,7 +28,8 @@ pub async fn reset_administrator_password(id: String) -> Result<String, AppError
         .await
         .map_err(internal)?
     else {
-        let message = "There is no such administrator.".to_owned();
+        let message =
+            crate::i18n::td_string!(crate::server_fns::guard::locale(), admins.no_such).to_string();
         flash_notice(super::PAGE, "error", message.clone()).await?;
         return Err(reject(AppError::BadRequest(message)));
     };

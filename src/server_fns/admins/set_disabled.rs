@@ -7,9 +7,10 @@ use crate::server_fns::error::AppError;
 /// enabled one stays enabled.
 #[server(prefix = "/rpc", endpoint = "set_administrator_disabled")]
 pub async fn set_administrator_disabled(id: String, disabled: String) -> Result<(), AppError> {
+    use crate::i18n::td_string;
     use crate::server_fns::{
         account::{audit, flash_notice},
-        guard::{internal, reject},
+        guard::{internal, locale, reject},
     };
 
     let admin = crate::server_fns::require_admin().await?;
@@ -29,14 +30,14 @@ pub async fn set_administrator_disabled(id: String, disabled: String) -> Result<
         _ => return refuse("disabled must be true or false").await,
     };
     if disabled && id == admin.id {
-        return refuse("You cannot disable your own account: ask another administrator.").await;
+        return refuse(td_string!(locale(), admins.not_self)).await;
     }
     let state = expect_context::<crate::server::state::AppState>();
     let Some(user) = crate::server::db::admin_user::find_by_id(&state.pool, id)
         .await
         .map_err(internal)?
     else {
-        return refuse("There is no such administrator.").await;
+        return refuse(td_string!(locale(), admins.no_such)).await;
     };
     crate::server::db::admin_user::set_disabled(&state.pool, id, disabled)
         .await
@@ -47,15 +48,17 @@ pub async fn set_administrator_disabled(id: String, disabled: String) -> Result<
             .map_err(internal)?;
     }
     let (action, text) = if disabled {
+        let name = &user.username;
         (
             "admin_disable",
-            format!(
-                "Disabled {}: they are signed out and cannot sign in.",
-                user.username
-            ),
+            td_string!(locale(), admins.disabled_notice, name).to_string(),
         )
     } else {
-        ("admin_enable", format!("Enabled {}.", user.username))
+        let name = &user.username;
+        (
+            "admin_enable",
+            td_string!(locale(), admins.enabled_notice, name).to_string(),
+        )
     };
     audit(
         &admin.username,
