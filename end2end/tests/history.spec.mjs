@@ -37,6 +37,7 @@ test('a trial run appears in the history, with its detail and an export', async 
   expect(csv).toContain(',trial,');
 
   await newest.getByRole('link').click();
-  await expect(page.getByTestId('run-status')).toHaveText('success');
+  await expect(page.getByTestId('run-status')).toHaveText('Success');
+  await expect(page.getByTestId('run-status')).toHaveAttribute('data-status', 'success');
   await expect(page.getByTestId('run-detail')).toContainText('Code SHA-256');
 });

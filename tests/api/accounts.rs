@@ -357,6 +357,9 @@ async fn pages_follow_accept_language_unless_the_admin_chose_a_language() {
         "the schema's labels are translated"
     );
     assert!(chinese.contains("本机上 Python 3 解释器的绝对路径"));
+    // Providers' names and descriptions, and select options.
+    assert!(chinese.contains("本机沙箱") && chinese.contains("自管执行器"));
+    assert!(chinese.contains("无：只有回环接口"));
 
     // The admin's own choice wins over the browser's, in any browser.
     app.call_ok("set_language", &[("locale", "zh-CN")]).await;
@@ -466,6 +469,9 @@ async fn every_page_speaks_chinese_and_writes_dates_in_the_chosen_language() {
         assert!(text.contains(heading), "{path}: {text}");
         if path == "/admin/api-keys" {
             assert!(text.contains("从未"), "a key that never expires: {text}");
+        }
+        if path == "/" {
+            assert!(text.contains("本机沙箱"), "the provider's name: {text}");
         }
         for word in english {
             assert!(!text.contains(word), "{path} still says {word:?}: {text}");

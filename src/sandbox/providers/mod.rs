@@ -20,3 +20,49 @@ pub fn registry() -> Registry {
         .register(aliyun_codeinterpreter::kind())
         .register(e2b::kind())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::model::{
+        schema::FieldKind,
+        schema_i18n::{SchemaTranslations, ZH_CN},
+    };
+
+    /// Every provider's name, description, field labels, help texts and select options have
+    /// a Simplified Chinese translation: a new field without one fails here, naming it.
+    #[test]
+    fn every_provider_text_has_a_chinese_translation() {
+        let table: SchemaTranslations = serde_json::from_str(ZH_CN).expect("the table parses");
+        let mut missing = Vec::new();
+        for kind in super::registry().kinds() {
+            let info = (kind.info)();
+            match table.providers.get(&info.kind) {
+                Some(p) if !p.name.is_empty() && !p.description.is_empty() => {}
+                _ => missing.push(format!(
+                    "providers.{}: {} — {}",
+                    info.kind, info.name, info.description
+                )),
+            }
+            for field in (kind.schema)().fields {
+                let scoped = format!("{}.{}", info.kind, field.key);
+                if !table.labels.contains_key(&field.key)
+                    && !table.provider_labels.contains_key(&scoped)
+                {
+                    missing.push(format!("labels.{}: {}", field.key, field.label));
+                }
+                if !field.description.is_empty() && !table.help.contains_key(&scoped) {
+                    missing.push(format!("help.{scoped}: {}", field.description));
+                }
+                if let FieldKind::Select { options } = &field.kind {
+                    for option in options {
+                        let key = format!("{}.{}", field.key, option.value);
+                        if option.label != option.value && !table.options.contains_key(&key) {
+                            missing.push(format!("options.{key}: {}", option.label));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(missing.is_empty(), "untranslated:\n{}", missing.join("\n"));
+    }
+}

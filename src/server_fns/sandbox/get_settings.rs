@@ -14,6 +14,10 @@ pub async fn get_sandbox_settings() -> Result<SandboxSettings, AppError> {
         .map_err(crate::server_fns::guard::internal)?;
     if crate::server_fns::guard::request_locale() == "zh-CN" {
         for card in &mut settings.providers {
+            crate::model::schema_i18n::translate_info(
+                &mut card.info,
+                crate::model::schema_i18n::ZH_CN,
+            );
             crate::model::schema_i18n::translate(
                 &card.info.kind,
                 &mut card.schema,

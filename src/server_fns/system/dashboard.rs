@@ -16,10 +16,17 @@ pub async fn get_dashboard() -> Result<Dashboard, AppError> {
     let state = expect_context::<crate::server::state::AppState>();
     let pool = &state.pool;
     let status = state.sandbox.active_status().await;
-    let (active_kind, active_name) = status
+    let (active_kind, mut active_name) = status
         .running
         .map(|running| (running.kind, running.name))
         .unwrap_or_default();
+    if crate::server_fns::guard::request_locale() == "zh-CN" {
+        if let Some(name) =
+            crate::model::schema_i18n::provider_name(&active_kind, crate::model::schema_i18n::ZH_CN)
+        {
+            active_name = name;
+        }
+    }
     let mut latency = vec![LatencyBucket::default(); BUCKETS];
     for (bucket, runs, p50, p95) in execution::recent_latency(pool, WINDOW_MINUTES, BUCKET_MINUTES)
         .await
