@@ -55,6 +55,13 @@ if [ "${1:-}" = "--e2e" ]; then
     apt-get update -qq
     apt-get install -y -qq chromium >/dev/null
   fi
+  # A font with Chinese glyphs, so the zh-CN screenshots are readable (not boxes).
+  if ! dpkg -s fonts-wqy-microhei >/dev/null 2>&1; then
+    log "installing Debian fonts-wqy-microhei (Chinese glyphs for the screenshots)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq fonts-wqy-microhei >/dev/null
+  fi
   if [ ! -d end2end/node_modules/playwright-core ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
     log "installing the Playwright test runner (npm ci; no browser download)"
     (cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)

@@ -103,6 +103,16 @@ test('a keyboard-only trial run', async ({ page, javaScriptEnabled }, testInfo) 
   await page.keyboard.press('Tab');
   await page.keyboard.type('return 6 * 7');
   await expect(code).toHaveValue('def main(**args):\n    return 6 * 7');
+  // The line numbers follow what is typed, on the code's own line height.
+  const lines = page.getByTestId('code-lines');
+  await expect(lines).toHaveText('1\n2');
+  await page.keyboard.press('Enter');
+  await expect(lines).toHaveText('1\n2\n3');
+  await page.keyboard.press('Backspace');
+  await expect(lines).toHaveText('1\n2');
+  const heights = await page.evaluate(() => ['#trial-code', '[data-testid=code-lines]']
+    .map((s) => getComputedStyle(document.querySelector(s)).lineHeight));
+  expect(heights[0]).toBe(heights[1]);
   // Esc releases the box: Tab moves on to the arguments.
   await page.keyboard.press('Escape');
   await page.keyboard.press('Tab');
@@ -115,22 +125,99 @@ test('a keyboard-only trial run', async ({ page, javaScriptEnabled }, testInfo) 
   await page.locator('#trial').screenshot({ path: testInfo.outputPath('trial-run.png') });
 });
 
-const PAGES = ['/', '/admin/sandbox-settings', '/admin/environments', '/admin/history', '/admin/api-keys', '/admin/audit'];
+const PAGES = ['/', '/admin/sandbox-settings', '/admin/environments', '/admin/history', '/admin/api-keys', '/admin/audit', '/admin/account', '/admin/administrators'];
+
+test('the code box numbers its lines with JavaScript off too', async ({ page }) => {
+  await page.goto('/admin/sandbox-settings?provider=local');
+  const code = await page.locator('#trial-code').inputValue();
+  const expected = code.split('\n').map((_, i) => String(i + 1)).join('\n');
+  await expect(page.getByTestId('code-lines')).toHaveText(expected);
+});
+
+/** A run that succeeded and one that failed (for their badges), and the pages of one run and of
+ * one environment: every page the console has. */
+async function everyPage(page) {
+  await page.goto('/admin/sandbox-settings?provider=local');
+  for (const code of ['def main():\n    return 1\n', 'def main():\n    raise ValueError("no")\n']) {
+    await page.locator('#trial-code').fill(code);
+    await page.locator('#trial-arguments').fill('{}');
+    await page.getByTestId('run').click();
+    await expect(page.getByTestId('trial-status')).toHaveAttribute('data-status', /success|program_error/);
+  }
+  await page.goto('/admin/history');
+  const run = await page.getByTestId('history-row').first().getByRole('link').getAttribute('href');
+  await page.goto('/admin/environments');
+  const environment = await page.getByTestId('environments').getByRole('link').first().getAttribute('href');
+  return [...PAGES, run, environment];
+}
+
+const pageName = (path) => (path === '/' ? 'dashboard' : path.split('/').slice(2).join('-'));
 
 test('no page scrolls sideways on a phone, in either theme', async ({ page, javaScriptEnabled }, testInfo) => {
-  test.setTimeout(180_000);
+  test.setTimeout(240_000);
+  const pages = await everyPage(page);
   await page.setViewportSize({ width: 390, height: 844 });
   for (const scheme of ['light', 'dark']) {
     await page.emulateMedia({ colorScheme: scheme });
-    for (const path of PAGES) {
+    for (const path of pages) {
       await page.goto(path);
       await expectInteractive(page, javaScriptEnabled);
       const width = await page.evaluate(() => document.documentElement.scrollWidth);
       expect(width, `${path} at 390 px (${scheme})`).toBeLessThanOrEqual(390);
       await expect(page.getByTestId('logout')).toBeInViewport();
-      const name = path === '/' ? 'dashboard' : path.split('/').pop();
-      await page.screenshot({ path: testInfo.outputPath(`phone-${name}-${scheme}-${testInfo.project.name}.png`), fullPage: true });
+      await page.screenshot({ path: testInfo.outputPath(`phone-${pageName(path)}-${scheme}-${testInfo.project.name}.png`), fullPage: true });
     }
+  }
+});
+
+test('every badge on every page meets AA contrast in both themes', async ({ page, javaScriptEnabled }) => {
+  test.setTimeout(180_000);
+  test.skip(!javaScriptEnabled, 'colours do not depend on JavaScript');
+  const pages = await everyPage(page);
+  const seen = new Set();
+  for (const scheme of ['light', 'dark']) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const path of pages) {
+      await page.goto(path);
+      const badges = await page.evaluate(() => {
+        const parse = (c) => {
+          const m = c.match(/rgba?\(([^)]+)\)/);
+          if (!m) throw new Error(`a colour this test cannot read: ${c}`);
+          const [r, g, b, a = 1] = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
+          return { r, g, b, a };
+        };
+        const lum = ({ r, g, b }) => {
+          const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+          return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+        };
+        // The colour behind an element: its own background and its ancestors', blended.
+        const behind = (el) => {
+          const layers = [];
+          for (let e = el; e; e = e.parentElement) {
+            const c = parse(getComputedStyle(e).backgroundColor);
+            if (c.a > 0) { layers.push(c); if (c.a >= 1) break; }
+          }
+          let base = { r: 255, g: 255, b: 255 };
+          for (const c of layers.reverse()) {
+            base = { r: c.r * c.a + base.r * (1 - c.a), g: c.g * c.a + base.g * (1 - c.a), b: c.b * c.a + base.b * (1 - c.a) };
+          }
+          return base;
+        };
+        return [...document.querySelectorAll('.badge')].filter((b) => b.getClientRects().length > 0).map((b) => {
+          const [hi, lo] = [lum(parse(getComputedStyle(b).color)), lum(behind(b))].sort((x, y) => y - x);
+          return { text: b.textContent.trim(), kind: b.className, ratio: (hi + 0.05) / (lo + 0.05) };
+        });
+      });
+      for (const badge of badges) {
+        seen.add(badge.kind);
+        // WCAG AA for small text: 4.5:1.
+        expect(badge.ratio, `${path} (${scheme}): "${badge.text}" (${badge.kind})`).toBeGreaterThanOrEqual(4.5);
+      }
+    }
+  }
+  // The check saw each kind of badge the console draws.
+  for (const kind of ['badge success', 'badge failure', 'badge']) {
+    expect([...seen], kind).toContain(kind);
   }
 });
 

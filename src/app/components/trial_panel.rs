@@ -64,6 +64,16 @@ pub fn TrialPanel(
     };
     // Esc in the code box lets the next Tab leave it.
     let released = RwSignal::new(false);
+    // Line numbers beside the code: from the server's copy of the code, then (hydrated)
+    // counted as it is typed, and scrolled with it.
+    let lines = RwSignal::new(line_count(&input.code));
+    let gutter = NodeRef::<leptos::html::Pre>::new();
+    let numbers = move || {
+        (1..=lines.get())
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     let elapsed = RwSignal::new(0u32);
     start_timer(pending, elapsed);
     let busy = move || pending.get().is_some();
@@ -92,9 +102,14 @@ pub fn TrialPanel(
             </div>
             <div class="field">
                 <label for="trial-code">{t!(i18n, trial.code)}</label>
-                <textarea id="trial-code" name="code" rows="12" class="mono code" spellcheck="false" wrap="off"
-                    on:keydown=move |ev| code_keys(ev, released)
-                    inner_html=textarea_html(&input.code)></textarea>
+                <div class="editor">
+                    <pre class="gutter mono" aria-hidden="true" node_ref=gutter data-testid="code-lines">{numbers}</pre>
+                    <textarea id="trial-code" name="code" rows="12" class="mono code" spellcheck="false" wrap="off"
+                        on:keydown=move |ev| code_keys(ev, released)
+                        on:input=move |ev| lines.set(line_count(&event_target_value(&ev)))
+                        on:scroll=move |ev| follow_scroll(&ev, gutter)
+                        inner_html=textarea_html(&input.code)></textarea>
+                </div>
             </div>
             <div class="field" class:has-error=move || json_error.get().is_some()>
                 <label for="trial-arguments">{t!(i18n, trial.arguments)}</label>
@@ -116,6 +131,28 @@ pub fn TrialPanel(
             })}
         </section>
     }
+}
+
+/// How many lines the code box shows for `code` (a last empty line counts: the cursor can
+/// stand there).
+fn line_count(code: &str) -> usize {
+    code.split('\n').count()
+}
+
+/// Keeps the line numbers level with the code when the code box scrolls (hydrated only).
+fn follow_scroll(ev: &leptos::ev::Event, gutter: NodeRef<leptos::html::Pre>) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let area = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok());
+        if let (Some(area), Some(gutter)) = (area, gutter.get()) {
+            gutter.set_scroll_top(area.scroll_top());
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (ev, gutter);
 }
 
 /// Counts the seconds of a pending run in `elapsed` (hydrated only).
@@ -290,9 +327,15 @@ pub fn CopyButton(target: &'static str) -> impl IntoView {
     }
 }
 
+/// The history's status for a request refused before anything ran.
+const NOT_RUN: &str = "error";
+
 /// A run status from the history (`program_error`) in words ("Program error"); an id this
 /// build does not know, as it is.
 pub fn status_label(locale: Locale, id: &str) -> String {
+    if id == NOT_RUN {
+        return td_string!(locale, status.not_run.label).to_string();
+    }
     ExecStatus::ALL
         .into_iter()
         .find(|s| s.id() == id)
@@ -301,6 +344,9 @@ pub fn status_label(locale: Locale, id: &str) -> String {
 
 /// What a run status means, in one sentence (for a tooltip).
 pub fn status_hint(locale: Locale, id: &str) -> String {
+    if id == NOT_RUN {
+        return td_string!(locale, status.not_run.hint).to_string();
+    }
     ExecStatus::ALL
         .into_iter()
         .find(|s| s.id() == id)
@@ -349,4 +395,16 @@ fn status_words(locale: Locale, status: ExecStatus) -> (String, String) {
         ),
     };
     (label.to_string(), hint.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line_count;
+
+    #[test]
+    fn the_line_numbers_count_the_line_after_a_last_newline() {
+        assert_eq!(line_count(""), 1);
+        assert_eq!(line_count("def main():\n    return 1"), 2);
+        assert_eq!(line_count("def main():\n    return 1\n"), 3);
+    }
 }

@@ -41,7 +41,10 @@ fn status_badge(locale: Locale, status: &'static str) -> impl IntoView {
             td_string!(locale, env.status.failed).to_string(),
         ),
         "building" => ("badge", td_string!(locale, env.status.building).to_string()),
-        "new" => ("badge", td_string!(locale, env.status.not_built).to_string()),
+        "new" => (
+            "badge",
+            td_string!(locale, env.status.not_built).to_string(),
+        ),
         other => ("badge", other.to_owned()),
     };
     view! { <span class=class data-testid="env-status" data-status=status>{label}</span> }
