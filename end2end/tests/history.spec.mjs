@@ -20,7 +20,8 @@ test('a trial run appears in the history, with its detail and an export', async 
   const newest = page.getByTestId('history-row').first();
   await expect(newest).toContainText('trial');
   await expect(newest).toContainText('admin');
-  await expect(newest).toContainText('success');
+  await expect(newest).toContainText('Success');
+  await expect(newest.locator('[data-status=success]')).toBeVisible();
   await page.screenshot({ path: testInfo.outputPath(`history-${testInfo.project.name}.png`), fullPage: true });
 
   await page.locator('#f-status').selectOption('success');

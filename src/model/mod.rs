@@ -9,6 +9,7 @@ pub mod environment;
 pub mod execution;
 pub mod explain;
 pub mod history;
+pub mod messages;
 pub mod overview;
 pub mod provider;
 pub mod schema;

@@ -290,3 +290,69 @@ async fn an_unticked_switch_saves_false_not_the_default() {
         .clone();
     assert_eq!(docker["values"]["fresh_container_per_run"], true);
 }
+
+#[tokio::test]
+async fn field_errors_and_health_messages_come_in_the_admins_language() {
+    let app = spawn_app().await;
+    app.login().await;
+    let form = [
+        ("kind", "local"),
+        ("expected_version", "1"),
+        ("values[timeout_secs]", "0"),
+        ("values[python_path]", "python3"),
+    ];
+    let post = |name: &'static str, language: &'static str| {
+        let app = app.same_session();
+        let form = form.to_vec();
+        async move {
+            let response = app
+                .client
+                .post(app.url(&format!("/rpc/{name}")))
+                .header("accept", "application/json")
+                .header("accept-language", language)
+                .form(&form)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status().as_u16(), 200, "{name}");
+            response.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+
+    let chinese = post("save_sandbox_settings", "zh-CN,zh;q=0.9").await;
+    assert_eq!(
+        chinese["Invalid"]["errors"]["timeout_secs"],
+        "请输入 1 到 600 之间的数。"
+    );
+    assert!(chinese["Invalid"]["errors"]["python_path"]
+        .as_str()
+        .unwrap()
+        .starts_with("请输入绝对路径"));
+    let english = post("save_sandbox_settings", "en-US").await;
+    assert_eq!(
+        english["Invalid"]["errors"]["timeout_secs"],
+        "Enter a number from 1 to 600."
+    );
+
+    let report = post("test_sandbox_connection", "zh-CN").await;
+    assert_eq!(
+        report["message"], "设置无效：请修正标出的字段。",
+        "{report}"
+    );
+
+    // The dashboard's health check of the active provider, in the page's language.
+    let page = app
+        .client
+        .get(app.url("/"))
+        .header("accept-language", "zh-CN")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("隔离有效"),
+        "the local provider's health sentence"
+    );
+}

@@ -65,7 +65,7 @@ pub fn Layout(children: Children) -> impl IntoView {
             {move || {
                 environments.get().and_then(Result::ok).flatten().map(|notice| view! {
                     <p class="notice info env-banner" role="status" data-testid="environment-banner">
-                        {notice} " " <a href="/admin/environments">"Environments"</a>
+                        {notice} " " <a href="/admin/environments">{t!(i18n, nav.environments)}</a>
                     </p>
                 })
             }}

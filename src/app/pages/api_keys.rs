@@ -161,11 +161,11 @@ fn KeyRow(key: ApiKeyInfo, confirming: bool) -> impl IntoView {
             <td>{key.name.clone()}</td>
             <td class="mono">{format!("{}…", key.prefix)}</td>
             <td>{scopes.join(", ")}</td>
-            <td><When stamp=key.created_at.clone()/> <span class="muted">" · " {key.created_by.clone()}</span></td>
+            <td><When stamp=key.created_at.clone()/> " " <span class="muted">{td_string!(locale, keys.created_by, name = key.created_by.clone()).to_string()}</span></td>
             <td>{time(key.expires_at.clone())}</td>
             <td>
                 {time(key.last_used_at.clone())}
-                {key.last_used_address.clone().map(|a| view! { <span class="muted">" · " {a}</span> })}
+                {key.last_used_address.clone().map(|address| view! { " " <span class="muted">{td_string!(locale, keys.from_address, address).to_string()}</span> })}
             </td>
             <td>
                 {match (revoked, confirming) {

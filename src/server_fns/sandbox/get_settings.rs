@@ -12,6 +12,7 @@ pub async fn get_sandbox_settings() -> Result<SandboxSettings, AppError> {
         .settings()
         .await
         .map_err(crate::server_fns::guard::internal)?;
+    crate::model::messages::Localize::localize(&mut settings, crate::server_fns::guard::locale());
     if crate::server_fns::guard::request_locale() == "zh-CN" {
         for card in &mut settings.providers {
             crate::model::schema_i18n::translate_info(

@@ -73,5 +73,7 @@ pub async fn restore_sandbox_settings(
         };
         crate::server_fns::guard::flash_to(&flash, &super::history_url(&kind)).await?;
     }
+    let mut outcome = outcome;
+    crate::model::messages::Localize::localize(&mut outcome, crate::server_fns::guard::locale());
     Ok(outcome)
 }

@@ -71,5 +71,7 @@ pub async fn save_sandbox_settings(
         .await
         .map_err(internal)?;
     super::flash_form_outcome(&kind, values, trial, FlashOutcome::Save(outcome.clone())).await?;
+    let mut outcome = outcome;
+    crate::model::messages::Localize::localize(&mut outcome, crate::server_fns::guard::locale());
     Ok(outcome)
 }

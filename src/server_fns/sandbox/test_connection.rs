@@ -34,5 +34,7 @@ pub async fn test_sandbox_connection(
         .await
         .map_err(internal)?;
     super::flash_form_outcome(&kind, values, trial, FlashOutcome::Test(report.clone())).await?;
+    let mut report = report;
+    crate::model::messages::Localize::localize(&mut report, crate::server_fns::guard::locale());
     Ok(report)
 }

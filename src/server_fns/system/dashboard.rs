@@ -43,7 +43,7 @@ pub async fn get_dashboard() -> Result<Dashboard, AppError> {
             };
         }
     }
-    Ok(Dashboard {
+    let mut dashboard = Dashboard {
         active_kind,
         active_name,
         health: status.health,
@@ -56,5 +56,7 @@ pub async fn get_dashboard() -> Result<Dashboard, AppError> {
         recent_failures: execution::recent_failures(pool, 10)
             .await
             .map_err(internal)?,
-    })
+    };
+    crate::model::messages::Localize::localize(&mut dashboard, crate::server_fns::guard::locale());
+    Ok(dashboard)
 }
