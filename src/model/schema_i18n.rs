@@ -22,6 +22,9 @@ pub struct SchemaTranslations {
     pub provider_labels: HashMap<String, String>,
     #[serde(default)]
     pub help: HashMap<String, String>,
+    /// Placeholders written in words (not examples of a value), by field key.
+    #[serde(default)]
+    pub placeholders: HashMap<String, String>,
     /// Select options' labels by `key.value` (one meaning across providers).
     #[serde(default)]
     pub options: HashMap<String, String>,
@@ -52,6 +55,9 @@ pub fn translate(kind: &str, schema: &mut ConfigSchema, table: &str) {
         }
         if let Some(help) = table.help.get(&scoped) {
             field.description = help.clone();
+        }
+        if let Some(placeholder) = table.placeholders.get(&field.key) {
+            field.placeholder = Some(placeholder.clone());
         }
         if let FieldKind::Select { options } = &mut field.kind {
             for option in options {

@@ -360,6 +360,7 @@ async fn pages_follow_accept_language_unless_the_admin_chose_a_language() {
     // Providers' names and descriptions, and select options.
     assert!(chinese.contains("本机沙箱") && chinese.contains("自管执行器"));
     assert!(chinese.contains("无：只有回环接口"));
+    assert!(chinese.contains("默认运行环境"), "a placeholder in words");
 
     // The admin's own choice wins over the browser's, in any browser.
     app.call_ok("set_language", &[("locale", "zh-CN")]).await;

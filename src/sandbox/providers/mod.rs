@@ -53,6 +53,17 @@ mod tests {
                 if !field.description.is_empty() && !table.help.contains_key(&scoped) {
                     missing.push(format!("help.{scoped}: {}", field.description));
                 }
+                // A placeholder in words (an example value has digits, dots, slashes…).
+                let worded = field.placeholder.as_deref().is_some_and(|p| {
+                    p.contains(' ') && p.chars().all(|c| c.is_alphabetic() || c == ' ')
+                });
+                if worded && !table.placeholders.contains_key(&field.key) {
+                    missing.push(format!(
+                        "placeholders.{}: {}",
+                        field.key,
+                        field.placeholder.as_deref().unwrap_or_default()
+                    ));
+                }
                 if let FieldKind::Select { options } = &field.kind {
                     for option in options {
                         let key = format!("{}.{}", field.key, option.value);
