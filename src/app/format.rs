@@ -36,16 +36,10 @@ pub fn When(#[prop(into)] stamp: String) -> impl IntoView {
     view! { <time datetime=stamp class="nowrap">{text}</time> }
 }
 
-/// A pool in the page's language, in the words every page uses: "1 busy, 1 warming, 2 idle
-/// of 4".
+/// A pool in the page's language: the words every page uses ("1 busy, 1 warming, 2 idle of
+/// 4"), through the same catalog as the docker health check that writes them.
 pub fn pool_text(locale: Locale, pool: &PoolState) -> String {
-    let (busy, warming, size) = (pool.busy, pool.warming, pool.size);
-    let idle = size.saturating_sub(busy + warming);
-    if warming > 0 {
-        td_string!(locale, common.pool_warming, busy, warming, idle, size).to_string()
-    } else {
-        td_string!(locale, common.pool, busy, idle, size).to_string()
-    }
+    crate::model::messages::localize(locale, &pool.describe())
 }
 
 /// The content of a `<textarea>`, to give as its `inner_html`. Leptos writes a textarea's

@@ -2,13 +2,16 @@
 //! providers, with per-provider exceptions) and help texts by `provider.key`, from
 //! `locales/schema/<locale>.json`. A field without a translation keeps its English text.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::OnceLock};
 
 use serde::Deserialize;
 
-use crate::model::{
-    provider::ProviderInfo,
-    schema::{ConfigSchema, FieldKind},
+use crate::{
+    i18n::Locale,
+    model::{
+        provider::ProviderInfo,
+        schema::{ConfigSchema, FieldKind},
+    },
 };
 
 /// The Simplified Chinese table.
@@ -39,56 +42,62 @@ pub struct ProviderText {
     pub description: String,
 }
 
-/// `schema` (of provider `kind`) with the labels and help texts `table` has.
-pub fn translate(kind: &str, schema: &mut ConfigSchema, table: &str) {
-    let Ok(table) = serde_json::from_str::<SchemaTranslations>(table) else {
-        return;
-    };
-    for field in &mut schema.fields {
-        let scoped = format!("{kind}.{}", field.key);
-        if let Some(label) = table
-            .provider_labels
-            .get(&scoped)
-            .or_else(|| table.labels.get(&field.key))
-        {
-            field.label = label.clone();
+impl SchemaTranslations {
+    /// The table for `locale`, parsed once; `None` for English, the schemas' own language.
+    pub fn for_locale(locale: Locale) -> Option<&'static Self> {
+        static ZH: OnceLock<SchemaTranslations> = OnceLock::new();
+        match locale {
+            Locale::zh_CN => Some(ZH.get_or_init(|| Self::parse(ZH_CN))),
+            Locale::en => None,
         }
-        if let Some(help) = table.help.get(&scoped) {
-            field.description = help.clone();
-        }
-        if let Some(placeholder) = table.placeholders.get(&field.key) {
-            field.placeholder = Some(placeholder.clone());
-        }
-        if let FieldKind::Select { options } = &mut field.kind {
-            for option in options {
-                if let Some(label) = table
-                    .options
-                    .get(&format!("{}.{}", field.key, option.value))
-                {
-                    option.label = label.clone();
+    }
+
+    /// The table in `json`; an unreadable one is empty (every text stays English).
+    pub fn parse(json: &str) -> Self {
+        serde_json::from_str(json).unwrap_or_default()
+    }
+
+    /// `schema` (of provider `kind`) with the labels, help texts, placeholders and options
+    /// this table has.
+    pub fn translate(&self, kind: &str, schema: &mut ConfigSchema) {
+        for field in &mut schema.fields {
+            let scoped = format!("{kind}.{}", field.key);
+            if let Some(label) = self
+                .provider_labels
+                .get(&scoped)
+                .or_else(|| self.labels.get(&field.key))
+            {
+                field.label = label.clone();
+            }
+            if let Some(help) = self.help.get(&scoped) {
+                field.description = help.clone();
+            }
+            if let Some(placeholder) = self.placeholders.get(&field.key) {
+                field.placeholder = Some(placeholder.clone());
+            }
+            if let FieldKind::Select { options } = &mut field.kind {
+                for option in options {
+                    if let Some(label) =
+                        self.options.get(&format!("{}.{}", field.key, option.value))
+                    {
+                        option.label = label.clone();
+                    }
                 }
             }
         }
     }
-}
 
-/// Provider `kind`'s name in the table's language, where it has one.
-pub fn provider_name(kind: &str, table: &str) -> Option<String> {
-    serde_json::from_str::<SchemaTranslations>(table)
-        .ok()?
-        .providers
-        .remove(kind)
-        .map(|text| text.name)
-}
+    /// Provider `kind`'s name in this table's language, where it has one.
+    pub fn provider_name(&self, kind: &str) -> Option<&str> {
+        self.providers.get(kind).map(|text| text.name.as_str())
+    }
 
-/// A provider's name and description in the table's language, where it has them.
-pub fn translate_info(info: &mut ProviderInfo, table: &str) {
-    let Ok(table) = serde_json::from_str::<SchemaTranslations>(table) else {
-        return;
-    };
-    if let Some(text) = table.providers.get(&info.kind) {
-        info.name = text.name.clone();
-        info.description = text.description.clone();
+    /// A provider's name and description in this table's language, where it has them.
+    pub fn translate_info(&self, info: &mut ProviderInfo) {
+        if let Some(text) = self.providers.get(&info.kind) {
+            info.name = text.name.clone();
+            info.description = text.description.clone();
+        }
     }
 }
 
@@ -105,7 +114,9 @@ mod tests {
                 FieldSpec::new("unknown_field", FieldKind::String, "Unknown"),
             ],
         };
-        translate("self_managed", &mut schema, ZH_CN);
+        let zh = SchemaTranslations::for_locale(Locale::zh_CN).expect("a Chinese table");
+        assert!(SchemaTranslations::for_locale(Locale::en).is_none());
+        zh.translate("self_managed", &mut schema);
         assert_eq!(schema.fields[0].label, "容器池大小");
         assert!(schema.fields[0].description.starts_with("执行器的容器池"));
         assert_eq!(schema.fields[1].label, "Unknown");
@@ -123,7 +134,7 @@ mod tests {
                 "Network",
             )],
         };
-        translate("docker", &mut network, ZH_CN);
+        zh.translate("docker", &mut network);
         let FieldKind::Select { options } = &network.fields[0].kind else {
             unreachable!()
         };
@@ -135,10 +146,10 @@ mod tests {
             description: "Runs here.".into(),
             tags: vec![],
         };
-        translate_info(&mut info, ZH_CN);
+        zh.translate_info(&mut info);
         assert_eq!(info.name, "本机沙箱");
         assert!(info.description.starts_with("在本机"));
-        assert_eq!(provider_name("e2b", ZH_CN).as_deref(), Some("E2B"));
-        assert_eq!(provider_name("nothing", ZH_CN), None);
+        assert_eq!(zh.provider_name("e2b"), Some("E2B"));
+        assert_eq!(zh.provider_name("nothing"), None);
     }
 }

@@ -322,14 +322,10 @@ async fn pages_follow_accept_language_unless_the_admin_chose_a_language() {
     let app = spawn_app().await;
     app.login().await;
     let page = |language: &'static str| {
-        let app = app.same_session();
+        let app = &app;
         async move {
-            app.client
-                .get(app.url("/admin/sandbox-settings"))
-                .header("accept-language", language)
-                .send()
+            app.get_in("/admin/sandbox-settings", language)
                 .await
-                .unwrap()
                 .text()
                 .await
                 .unwrap()
@@ -416,15 +412,9 @@ async fn every_page_speaks_chinese_and_writes_dates_in_the_chosen_language() {
         .await;
     assert_eq!(run["status"], "success", "{run}");
     let page = |path: &'static str, language: &'static str| {
-        let app = app.same_session();
+        let app = &app;
         async move {
-            let response = app
-                .client
-                .get(app.url(path))
-                .header("accept-language", language)
-                .send()
-                .await
-                .unwrap();
+            let response = app.get_in(path, language).await;
             assert_eq!(response.status().as_u16(), 200, "{path}");
             main_text(&response.text().await.unwrap())
         }

@@ -136,6 +136,16 @@ impl TestApp {
         self.client.get(self.url(path)).send().await.expect("GET")
     }
 
+    /// A GET from a browser that prefers `language` (its `Accept-Language`).
+    pub async fn get_in(&self, path: &str, language: &str) -> Response {
+        self.client
+            .get(self.url(path))
+            .header("accept-language", language)
+            .send()
+            .await
+            .expect("GET")
+    }
+
     /// Posts the sign-in form as a browser does.
     pub async fn login_as(&self, username: &str, password: &str, next: &str) -> Response {
         self.client
@@ -174,13 +184,23 @@ impl TestApp {
 
     /// Calls a server function the way the hydrated page does: a urlencoded form, JSON back.
     pub async fn call(&self, name: &str, form: &[(&str, &str)]) -> Response {
-        self.client
+        self.rpc(name, form, None).await
+    }
+
+    /// `call` from a browser that prefers `language` (its `Accept-Language`).
+    pub async fn call_in(&self, name: &str, form: &[(&str, &str)], language: &str) -> Response {
+        self.rpc(name, form, Some(language)).await
+    }
+
+    async fn rpc(&self, name: &str, form: &[(&str, &str)], language: Option<&str>) -> Response {
+        let mut request = self
+            .client
             .post(self.url(&format!("/rpc/{name}")))
-            .header("accept", "application/json")
-            .form(form)
-            .send()
-            .await
-            .expect("POST server fn")
+            .header("accept", "application/json");
+        if let Some(language) = language {
+            request = request.header("accept-language", language);
+        }
+        request.form(form).send().await.expect("POST server fn")
     }
 
     /// `call`, expecting 200 and JSON.

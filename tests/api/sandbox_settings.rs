@@ -302,18 +302,9 @@ async fn field_errors_and_health_messages_come_in_the_admins_language() {
         ("values[python_path]", "python3"),
     ];
     let post = |name: &'static str, language: &'static str| {
-        let app = app.same_session();
-        let form = form.to_vec();
+        let (app, form) = (&app, &form);
         async move {
-            let response = app
-                .client
-                .post(app.url(&format!("/rpc/{name}")))
-                .header("accept", "application/json")
-                .header("accept-language", language)
-                .form(&form)
-                .send()
-                .await
-                .unwrap();
+            let response = app.call_in(name, form, language).await;
             assert_eq!(response.status().as_u16(), 200, "{name}");
             response.json::<serde_json::Value>().await.unwrap()
         }
@@ -341,16 +332,7 @@ async fn field_errors_and_health_messages_come_in_the_admins_language() {
     );
 
     // The dashboard's health check of the active provider, in the page's language.
-    let page = app
-        .client
-        .get(app.url("/"))
-        .header("accept-language", "zh-CN")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = app.get_in("/", "zh-CN").await.text().await.unwrap();
     assert!(
         page.contains("隔离有效"),
         "the local provider's health sentence"

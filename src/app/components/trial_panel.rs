@@ -330,27 +330,30 @@ pub fn CopyButton(target: &'static str) -> impl IntoView {
 /// The history's status for a request refused before anything ran.
 const NOT_RUN: &str = "error";
 
-/// A run status from the history (`program_error`) in words ("Program error"); an id this
-/// build does not know, as it is.
-pub fn status_label(locale: Locale, id: &str) -> String {
+/// A run status from the history (`program_error`) in words with its hint; `None` for an id
+/// this build does not know.
+fn status_id_words(locale: Locale, id: &str) -> Option<(String, String)> {
     if id == NOT_RUN {
-        return td_string!(locale, status.not_run.label).to_string();
+        return Some((
+            td_string!(locale, status.not_run.label).to_string(),
+            td_string!(locale, status.not_run.hint).to_string(),
+        ));
     }
     ExecStatus::ALL
         .into_iter()
         .find(|s| s.id() == id)
-        .map_or_else(|| id.to_owned(), |s| status_words(locale, s).0)
+        .map(|s| status_words(locale, s))
+}
+
+/// A run status from the history in words ("Program error"); an unknown id as it is.
+pub fn status_label(locale: Locale, id: &str) -> String {
+    status_id_words(locale, id).map_or_else(|| id.to_owned(), |(label, _)| label)
 }
 
 /// What a run status means, in one sentence (for a tooltip).
 pub fn status_hint(locale: Locale, id: &str) -> String {
-    if id == NOT_RUN {
-        return td_string!(locale, status.not_run.hint).to_string();
-    }
-    ExecStatus::ALL
-        .into_iter()
-        .find(|s| s.id() == id)
-        .map(|s| status_words(locale, s).1)
+    status_id_words(locale, id)
+        .map(|(_, hint)| hint)
         .unwrap_or_default()
 }
 

@@ -12,18 +12,12 @@ pub async fn get_sandbox_settings() -> Result<SandboxSettings, AppError> {
         .settings()
         .await
         .map_err(crate::server_fns::guard::internal)?;
-    crate::model::messages::Localize::localize(&mut settings, crate::server_fns::guard::locale());
-    if crate::server_fns::guard::request_locale() == "zh-CN" {
+    let locale = crate::server_fns::guard::locale();
+    crate::model::messages::Localize::localize(&mut settings, locale);
+    if let Some(table) = crate::model::schema_i18n::SchemaTranslations::for_locale(locale) {
         for card in &mut settings.providers {
-            crate::model::schema_i18n::translate_info(
-                &mut card.info,
-                crate::model::schema_i18n::ZH_CN,
-            );
-            crate::model::schema_i18n::translate(
-                &card.info.kind,
-                &mut card.schema,
-                crate::model::schema_i18n::ZH_CN,
-            );
+            table.translate_info(&mut card.info);
+            table.translate(&card.info.kind, &mut card.schema);
         }
     }
     Ok(settings)

@@ -20,12 +20,11 @@ pub async fn get_dashboard() -> Result<Dashboard, AppError> {
         .running
         .map(|running| (running.kind, running.name))
         .unwrap_or_default();
-    if crate::server_fns::guard::request_locale() == "zh-CN" {
-        if let Some(name) =
-            crate::model::schema_i18n::provider_name(&active_kind, crate::model::schema_i18n::ZH_CN)
-        {
-            active_name = name;
-        }
+    let locale = crate::server_fns::guard::locale();
+    if let Some(name) = crate::model::schema_i18n::SchemaTranslations::for_locale(locale)
+        .and_then(|table| table.provider_name(&active_kind))
+    {
+        active_name = name.to_owned();
     }
     let mut latency = vec![LatencyBucket::default(); BUCKETS];
     for (bucket, runs, p50, p95) in execution::recent_latency(pool, WINDOW_MINUTES, BUCKET_MINUTES)
@@ -57,6 +56,6 @@ pub async fn get_dashboard() -> Result<Dashboard, AppError> {
             .await
             .map_err(internal)?,
     };
-    crate::model::messages::Localize::localize(&mut dashboard, crate::server_fns::guard::locale());
+    crate::model::messages::Localize::localize(&mut dashboard, locale);
     Ok(dashboard)
 }
