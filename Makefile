@@ -1,5 +1,5 @@
 # The two commands the README promises: `make run` and `make test`.
-.PHONY: run test setup build release lint unit bench bench-smoke e2e clean docker docker-check runtime-image
+.PHONY: run test setup build release lint unit bench bench-smoke e2e clean docker docker-check postgres runtime-image
 
 # The default environment (numpy, pandas, matplotlib, requests; axios) is built first, with its
 # log on the terminal, so the first trial can import pandas; if it cannot be built (no network),
@@ -8,12 +8,15 @@ run: build
 	./target/debug/sandbox-console env build default --if-needed || echo "make run: the default environment is not built; runs use the bare interpreter"
 	./target/debug/sandbox-console
 
-# dockerd is started for the run (the docker provider's tests need a real one) and stopped
-# again afterwards if this run started it; leftover sandbox containers or shims fail the run.
+# dockerd (the docker provider's tests need a real one) and a private PostgreSQL cluster (the
+# suite's second pass) are started for the run and stopped again afterwards if this run
+# started them; leftover sandbox containers or shims fail the run.
 test: build lint
-	@if scripts/docker.sh running; then started=no; else started=yes; fi; \
+	@if scripts/docker.sh running; then docker=keep; else docker=stop; fi; \
+	if scripts/postgres.sh running; then postgres=keep; else postgres=stop; fi; \
+	trap 'if [ $$docker = stop ]; then scripts/docker.sh down; fi; if [ $$postgres = stop ]; then scripts/postgres.sh down; fi' EXIT; \
 	scripts/docker.sh up || exit 1; \
-	if [ $$started = yes ]; then trap 'scripts/docker.sh down' EXIT; fi; \
+	scripts/postgres.sh up || exit 1; \
 	$(MAKE) unit docker-check bench-smoke e2e && scripts/docker.sh check
 
 setup:
@@ -32,9 +35,11 @@ lint:
 
 # The integration tests run one at a time: run concurrently in one process, one of them was
 # seen once to wait forever on a request (see the issue notes); alone, none ever has.
-unit: docker
+# The integration suite runs twice: on SQLite files, then on PostgreSQL (a schema per test).
+unit: docker postgres
 	cargo test --features ssr --lib --bins
 	cargo test --features ssr --test api -- --test-threads=1
+	SANDBOX_CONSOLE_TEST_POSTGRES="$$(scripts/postgres.sh url)" cargo test --features ssr --test api -- --test-threads=1
 
 # The benchmark harness; writes BENCHMARKS.md (commit it with the machine's numbers).
 bench: setup docker
@@ -53,6 +58,10 @@ docker:
 
 docker-check:
 	scripts/docker.sh check
+
+# Installs PostgreSQL 15 if missing and starts a private cluster on a unix socket.
+postgres:
+	scripts/postgres.sh up
 
 # Rebuilds sandbox-runtime:local from this host's python3.11 and node (no registry needed).
 runtime-image: docker

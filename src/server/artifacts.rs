@@ -11,7 +11,7 @@ pub fn download_url(id: &str) -> String {
 /// Keeps `artifacts` of the admin's latest trial run for download; returns one URL each.
 /// Nothing to keep, nothing stored (and the admin's older files stay until they expire).
 pub async fn keep(
-    pool: &sqlx::SqlitePool,
+    pool: &sqlx::AnyPool,
     admin_user_id: i64,
     artifacts: &[Artifact],
 ) -> Result<Vec<String>, sqlx::Error> {

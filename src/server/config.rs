@@ -168,8 +168,9 @@ pub struct Config {
         global = true
     )]
     pub data_dir: PathBuf,
-    /// Database URL; defaults to the SQLite file `<data-dir>/sandbox-console.db`.
-    #[arg(long, env = "DATABASE_URL", global = true)]
+    /// Database URL: `sqlite://<file>` (the default is `<data-dir>/sandbox-console.db`) or
+    /// `postgres://user:password@host/database`, shared by every replica of the console.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true, global = true)]
     pub database_url: Option<String>,
     /// Username of the administrator created on first start when none exists.
     #[arg(long, env = "ADMIN_USERNAME", default_value = "admin", global = true)]
@@ -408,7 +409,10 @@ impl std::fmt::Debug for Config {
         f.debug_struct("Config")
             .field("listen", &self.listen)
             .field("data_dir", &self.data_dir)
-            .field("database_url", &self.database_url())
+            .field(
+                "database_url",
+                &crate::server::db::redacted_url(&self.database_url()),
+            )
             .field("admin_username", &self.admin_username)
             .field(
                 "admin_password",

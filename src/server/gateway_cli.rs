@@ -80,7 +80,7 @@ pub(crate) fn shell_caller() -> Caller {
 
 /// The database for a command that only reads: `None` (and a note) when there is none yet.
 /// Creates nothing: no data directory, no database, no secret key.
-async fn read_only_database(config: &Config) -> anyhow::Result<Option<sqlx::SqlitePool>> {
+async fn read_only_database(config: &Config) -> anyhow::Result<Option<sqlx::AnyPool>> {
     let url = config.database_url();
     let pool = crate::server::db::connect_read_only(&url)
         .await
@@ -494,7 +494,7 @@ pub async fn api_key(config: &Config, action: ApiKeyAction) -> anyhow::Result<i3
     Ok(code)
 }
 
-async fn list_keys(pool: &sqlx::SqlitePool) -> anyhow::Result<()> {
+async fn list_keys(pool: &sqlx::AnyPool) -> anyhow::Result<()> {
     for key in api_key::list(pool).await? {
         let scopes: Vec<_> = key.scopes.iter().map(|s| s.id()).collect();
         println!(

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::{
     model::history::HistorySettings,
@@ -16,7 +16,7 @@ use crate::{
 
 pub const SETTING: &str = "history.settings";
 
-pub async fn settings(pool: &SqlitePool) -> Result<HistorySettings, SettingError> {
+pub async fn settings(pool: &AnyPool) -> Result<HistorySettings, SettingError> {
     Ok(system_setting::get(pool, SETTING)
         .await?
         .and_then(|s| serde_json::from_value(s.value).ok())
@@ -41,16 +41,12 @@ impl From<sqlx::Error> for SaveError {
 
 /// Saves checked settings (recorded in the settings audit) and applies the retention at once.
 #[tracing::instrument(skip_all, fields(actor = %actor))]
-pub async fn save(
-    pool: &SqlitePool,
-    actor: &Actor,
-    new: &HistorySettings,
-) -> Result<(), SaveError> {
+pub async fn save(pool: &AnyPool, actor: &Actor, new: &HistorySettings) -> Result<(), SaveError> {
     let actor = actor.as_str();
     new.check().map_err(SaveError::Invalid)?;
-    // The setting and its audit row together, or neither. IMMEDIATE: it reads first, and a
-    // read transaction cannot always become a write one while others write.
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    // The setting and its audit row together, or neither. A write transaction from the
+    // start: it reads first, and a read transaction cannot always become a write one.
+    let mut tx = crate::server::db::begin_write(pool).await?;
     let old: HistorySettings = system_setting::get(&mut *tx, SETTING)
         .await?
         .and_then(|s| serde_json::from_value(s.value).ok())
@@ -89,7 +85,7 @@ pub fn cut(text: &str, max: usize) -> &str {
 }
 
 /// Applies the retention now and then every `every`.
-pub async fn keep_trimmed(pool: SqlitePool, every: Duration) {
+pub async fn keep_trimmed(pool: AnyPool, every: Duration) {
     let mut ticks = tokio::time::interval(every);
     loop {
         ticks.tick().await;

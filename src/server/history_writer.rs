@@ -12,7 +12,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use tokio::sync::mpsc;
 
 use crate::server::{
@@ -89,7 +89,7 @@ impl Pending {
 }
 
 pub struct HistoryWriter {
-    pool: SqlitePool,
+    pool: AnyPool,
     queue: mpsc::Sender<Pending>,
     pending: Arc<AtomicUsize>,
     metrics: Option<Arc<Metrics>>,
@@ -104,7 +104,7 @@ impl Drop for HistoryWriter {
 
 impl HistoryWriter {
     /// Starts the retry task (needs a Tokio runtime).
-    pub fn new(pool: SqlitePool) -> Self {
+    pub fn new(pool: AnyPool) -> Self {
         Self::start(pool, None)
     }
 
@@ -115,7 +115,7 @@ impl HistoryWriter {
         Self::start(pool, Some(metrics))
     }
 
-    fn start(pool: SqlitePool, metrics: Option<Arc<Metrics>>) -> Self {
+    fn start(pool: AnyPool, metrics: Option<Arc<Metrics>>) -> Self {
         let (queue, rx) = mpsc::channel(QUEUE);
         let pending = Arc::new(AtomicUsize::new(0));
         let worker = tokio::spawn(retry(pool.clone(), rx, pending.clone(), metrics.clone()));
@@ -184,7 +184,7 @@ impl HistoryWriter {
 }
 
 async fn retry(
-    pool: SqlitePool,
+    pool: AnyPool,
     mut rx: mpsc::Receiver<Pending>,
     pending: Arc<AtomicUsize>,
     metrics: Option<Arc<Metrics>>,

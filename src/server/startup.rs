@@ -12,7 +12,6 @@ use anyhow::Context;
 use axum::Router;
 use leptos::config::{Env, LeptosOptions};
 use tokio::{net::TcpListener, task::JoinHandle};
-use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::{
     sandbox::providers,
@@ -57,6 +56,15 @@ impl Application {
         registry: crate::sandbox::registry::Registry,
     ) -> anyhow::Result<Self> {
         let url = config.database_url();
+        // Replicas on one PostgreSQL database must all open the secrets any of them sealed: a
+        // key file per data directory would give each its own.
+        if db::Backend::of_url(&url) == Some(db::Backend::Postgres) && config.secret_key.is_none() {
+            anyhow::bail!(
+                "with a PostgreSQL database, set SANDBOX_CONSOLE_SECRET_KEY (32 random bytes, \
+                 base64, e.g. `openssl rand -base64 32`) to the same value on every replica: \
+                 it encrypts the provider secrets they share"
+            );
+        }
         let descriptors = serve::raise_descriptor_limit();
         let pool = open_database(&config).await?;
 
@@ -158,7 +166,9 @@ impl Application {
             .env(env)
             .build();
         let state = AppState {
-            database_file: db::sqlite_file(&url),
+            database_file: (db::Backend::of_url(&url) == Some(db::Backend::Sqlite))
+                .then(|| db::sqlite_file(&url))
+                .flatten(),
             pool: pool.clone(),
             leptos_options,
             login_limiter: Arc::new(LoginLimiter::new(
@@ -177,9 +187,12 @@ impl Application {
             session_idle_minutes: config.session_idle_minutes,
         };
 
-        let store = SqliteStore::new(pool.clone())
-            .with_table_name(db::SESSION_TABLE)
-            .map_err(anyhow::Error::msg)?;
+        let store = session::Store::open(&url, 4).await.with_context(|| {
+            format!(
+                "cannot open the session store on {}",
+                db::redacted_url(&url)
+            )
+        })?;
         let sessions = session::layer(store, config.secure_cookies, config.session_idle_minutes);
         let admission = PageAdmission::new(
             config.max_page_requests,
@@ -301,7 +314,7 @@ const DRAIN_AFTER_GRACE: Duration = Duration::from_secs(5);
 
 /// Creates the data directory (0700) and the database (0600: it holds live session ids; its
 /// `-wal`/`-shm` files take the same mode from it), opens it and applies pending migrations.
-pub async fn open_database(config: &Config) -> anyhow::Result<sqlx::SqlitePool> {
+pub async fn open_database(config: &Config) -> anyhow::Result<sqlx::AnyPool> {
     db::private_data_dir(&config.data_dir).with_context(|| {
         format!(
             "cannot create the data directory {}",
@@ -311,7 +324,7 @@ pub async fn open_database(config: &Config) -> anyhow::Result<sqlx::SqlitePool> 
     let url = config.database_url();
     let pool = db::connect_with(&url, config.database_connections)
         .await
-        .with_context(|| format!("cannot open the database {url}"))?;
+        .with_context(|| format!("cannot open the database {}", db::redacted_url(&url)))?;
     db::migrate(&pool)
         .await
         .context("cannot apply the database migrations")?;
@@ -328,7 +341,7 @@ fn announce_first_admin(first: &account::FirstAdmin, config: &Config) {
                 .unwrap_or_else(|| "sandbox-console".to_owned());
             // The reset hint names this console's own database, wherever it is run from.
             let store = match &config.database_url {
-                Some(url) => format!("--database-url '{url}'"),
+                Some(url) => format!("--database-url '{}'", db::redacted_url(url)),
                 None => format!("--data-dir '{}'", config.data_dir.display()),
             };
             println!(
@@ -349,7 +362,7 @@ const KEEP_SIGN_INS: i64 = 100_000;
 
 /// Deletes expired sessions and expired trial artifacts, and trims the sign-in events, every
 /// ten minutes.
-async fn sweep_expired(pool: sqlx::SqlitePool) {
+async fn sweep_expired(pool: sqlx::AnyPool) {
     let mut every = tokio::time::interval(Duration::from_secs(600));
     loop {
         every.tick().await;

@@ -8,7 +8,7 @@ use std::{
 
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 
 use crate::{
@@ -24,7 +24,7 @@ use crate::{
 
 #[derive(Clone, Debug)]
 pub struct AppState {
-    pub pool: SqlitePool,
+    pub pool: AnyPool,
     pub leptos_options: LeptosOptions,
     pub login_limiter: Arc<LoginLimiter>,
     /// API keys, with their scopes and per-key rate limit.
@@ -38,7 +38,7 @@ pub struct AppState {
     /// Seals what must not sit in the database in clear (provider secrets, a one-time key
     /// waiting in a session).
     pub secrets: SecretBox,
-    /// The SQLite file, watched by `/readyz`; `None` for in-memory databases.
+    /// The SQLite file, watched by `/readyz`; `None` for in-memory databases and PostgreSQL.
     pub database_file: Option<PathBuf>,
     pub started: (Instant, SystemTime),
     /// Sessions idle this long are signed out (and no longer listed on the Account page).
@@ -53,9 +53,17 @@ impl FromRef<AppState> for LeptosOptions {
 
 impl AppState {
     pub async fn overview(&self) -> Result<SystemOverview, sqlx::Error> {
-        let database = match &self.database_file {
-            Some(file) => format!("SQLite ({})", file.display()),
-            None => "SQLite (in memory)".to_owned(),
+        let database = match (db::Backend::of(&self.pool), &self.database_file) {
+            (db::Backend::Sqlite, Some(file)) => format!("SQLite ({})", file.display()),
+            (db::Backend::Sqlite, None) => "SQLite (in memory)".to_owned(),
+            (db::Backend::Postgres, _) => {
+                let url = &self.pool.connect_options().database_url;
+                format!(
+                    "PostgreSQL ({}{})",
+                    url.host_str().unwrap_or("local socket"),
+                    url.path()
+                )
+            }
         };
         let started_at = OffsetDateTime::from(self.started.1)
             .replace_nanosecond(0)

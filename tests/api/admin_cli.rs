@@ -12,12 +12,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_sandbox-console");
 
 /// Runs `sandbox-console <args>` against `data_dir`, feeding `stdin`; returns (success, stdout+stderr).
 fn run_cli(data_dir: &std::path::Path, args: &[&str], stdin: &str) -> (bool, String) {
-    let mut child = Command::new(BIN)
+    let mut child = crate::helpers::console_command(data_dir)
         .args(args)
-        .arg("--data-dir")
-        .arg(data_dir)
         .env_remove("ADMIN_PASSWORD")
-        .env_remove("DATABASE_URL")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

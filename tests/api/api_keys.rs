@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::{location, spawn_app};
+use crate::helpers::{location, spawn_app, utc_text};
 
 #[tokio::test]
 async fn a_created_key_is_shown_once_and_only_its_hash_is_stored() {
@@ -163,10 +163,7 @@ async fn a_key_can_expire_and_is_refused_once_it_has() {
         .await;
     let key = created["key"].as_str().unwrap().to_owned();
     let expires = created["info"]["expires_at"].as_str().unwrap().to_owned();
-    let in_30_days: String = sqlx::query_scalar("select strftime('%Y-%m-%d', 'now', '+30 days')")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let in_30_days = utc_text(30 * 86_400)[..10].to_owned();
     assert!(expires.starts_with(&in_30_days), "{expires}");
     assert_eq!(
         app.get_with_key("/api/v1/providers", &key)
@@ -177,12 +174,11 @@ async fn a_key_can_expire_and_is_refused_once_it_has() {
     );
 
     // Time passes: the stored expiry is now behind us.
-    sqlx::query(
-        "update api_key set expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 second')",
-    )
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    sqlx::query("update api_key set expires_at = $1")
+        .bind(utc_text(-1))
+        .execute(&app.pool)
+        .await
+        .unwrap();
 
     assert_eq!(
         app.get_with_key("/api/v1/providers", &key)

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::spawn_app;
+use crate::helpers::{spawn_app, utc_text};
 
 #[tokio::test]
 async fn a_fresh_installation_shows_an_empty_dashboard_without_a_plot() {
@@ -32,13 +32,21 @@ async fn a_fresh_installation_shows_an_empty_dashboard_without_a_plot() {
 async fn many_runs_fill_the_counts_the_plot_and_the_failures() {
     let app = spawn_app().await;
     // 600 runs spread over the last 10 hours (some before the window), one in ten a timeout.
-    sqlx::query(
-        "with recursive n(i) as (select 0 union all select i + 1 from n where i < 599) \
-         insert into execution (caller, caller_kind, source, provider, language, status, exit_code, duration_ms, \
-         code_sha256, input_bytes, output_bytes, created_at) \
-         select 'agent', 'api_key', 'rest', 'local', 'python', case when i % 10 = 0 then 'timeout' else 'success' end, \
-         0, 10 + i % 100, 'x', 1, 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || i || ' minutes') from n",
-    )
+    let rows: Vec<String> = (0..600)
+        .map(|i| {
+            let status = if i % 10 == 0 { "timeout" } else { "success" };
+            format!(
+                "('agent', 'api_key', 'rest', 'local', 'python', '{status}', 0, {}, 'x', 1, 1, '{}')",
+                10 + i % 100,
+                utc_text(-60 * i)
+            )
+        })
+        .collect();
+    sqlx::query(&format!(
+        "insert into execution (caller, caller_kind, source, provider, language, status, exit_code, \
+         duration_ms, code_sha256, input_bytes, output_bytes, created_at) values {}",
+        rows.join(", ")
+    ))
     .execute(&app.pool)
     .await
     .unwrap();

@@ -384,7 +384,7 @@ async fn anonymous_callers_get_401_from_every_environment_endpoint() {
     assert_eq!(app.get("/api/v1/environments").await.status().as_u16(), 401);
     assert_eq!(app.get("/admin/environments").await.status().as_u16(), 303);
     // A first start seeds the default environment (RAGFlow's image's packages), unbuilt here.
-    let rows: Vec<(String, String, bool)> =
+    let rows: Vec<(String, String, i64)> =
         sqlx::query_as("select name, python_requirements, is_default from environment")
             .fetch_all(&app.pool)
             .await
@@ -394,7 +394,7 @@ async fn anonymous_callers_get_401_from_every_environment_endpoint() {
         [(
             "default".to_owned(),
             "numpy\npandas<3\nmatplotlib\nrequests".to_owned(),
-            true
+            1
         )]
     );
 }

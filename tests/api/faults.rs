@@ -305,10 +305,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_sandbox-console");
 
 /// The console's CLI on `data_dir`: (exit code, stdout, stderr).
 fn cli(data_dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(BIN)
+    let output = crate::helpers::console_command(data_dir)
         .args(args)
-        .arg("--data-dir")
-        .arg(data_dir)
         .env("RUST_BACKTRACE", "1")
         .env_remove("RUST_LOG")
         .output()
@@ -336,6 +334,9 @@ async fn key_works(app: &TestApp, key: &str) -> bool {
 
 #[tokio::test]
 async fn a_full_disk_never_reports_a_write_that_did_not_happen() {
+    if crate::helpers::sqlite_only("a full disk under the database file") {
+        return;
+    }
     let disk = Tmpfs::mount("24m");
     let data = tempfile::tempdir_in(disk.path()).unwrap();
     let data_path = data.path().to_owned();
@@ -435,6 +436,9 @@ async fn a_full_disk_never_reports_a_write_that_did_not_happen() {
 
 #[tokio::test]
 async fn a_held_write_lock_loses_no_history_and_makes_the_console_unready() {
+    if crate::helpers::sqlite_only("another process's write lock") {
+        return;
+    }
     let app = spawn_app_with(|_| {}).await;
     app.login().await;
     let key = app.api_key("agent", &["execute"]).await;
@@ -946,10 +950,8 @@ async fn sigterm_ends_within_the_grace_with_half_sent_requests_and_long_runs() {
     assert_eq!(code, 0, "{err}");
     let before = local_sandboxes();
     let mut server = Reaped(
-        Command::new(BIN)
+        crate::helpers::console_command(data.path())
             .args(["--listen", "127.0.0.1:0", "--shutdown-grace-secs", "3"])
-            .arg("--data-dir")
-            .arg(data.path())
             .env("ADMIN_PASSWORD", "correct horse battery")
             .env("SANDBOX_CONSOLE_BUILD_DEFAULT_ENVIRONMENT", "false")
             .stdout(std::process::Stdio::piped())
@@ -1016,12 +1018,7 @@ async fn sigterm_ends_within_the_grace_with_half_sent_requests_and_long_runs() {
     let took = stopping.elapsed();
     let long = long.await.unwrap();
     drop(half);
-    let pool = sandbox_console::server::db::connect(&format!(
-        "sqlite://{}",
-        data.path().join("sandbox-console.db").display()
-    ))
-    .await
-    .unwrap();
+    let pool = crate::helpers::open_database(data.path()).await;
     let rows: Vec<(String, Option<String>)> = sqlx::query_as("select status, error from execution")
         .fetch_all(&pool)
         .await

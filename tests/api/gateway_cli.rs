@@ -1,20 +1,15 @@
 //! The gateway commands of the real binary: providers, configure, exec, api-key.
 
-use std::{io::Write, path::Path, process::Command};
+use std::{io::Write, path::Path};
 
 use serde_json::Value;
 
 use crate::helpers::spawn_app_in;
 
-const BIN: &str = env!("CARGO_BIN_EXE_sandbox-console");
-
 /// Runs `sandbox-console <args> --data-dir <dir>` with extra environment; (exit code, stdout, stderr).
 fn run(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let output = Command::new(BIN)
+    let output = crate::helpers::console_command(data_dir)
         .args(args)
-        .arg("--data-dir")
-        .arg(data_dir)
-        .env_remove("DATABASE_URL")
         .envs(env.iter().copied())
         .output()
         .expect("the binary runs");
@@ -90,12 +85,7 @@ async fn configure_reads_the_environment_and_refuses_bad_values() {
     assert!(err.contains("no setting \"colour\""), "{err}");
 
     // What was saved is what a server on the same data directory runs with.
-    let pool = sandbox_console::server::db::connect(&format!(
-        "sqlite://{}",
-        data.path().join("sandbox-console.db").display()
-    ))
-    .await
-    .unwrap();
+    let pool = crate::helpers::open_database(data.path()).await;
     let stored: String =
         sqlx::query_scalar("select value from system_setting where name = 'sandbox.local'")
             .fetch_one(&pool)
@@ -199,12 +189,7 @@ async fn a_key_created_on_the_command_line_works_against_the_server() {
 
 /// The local provider's stored settings row: (version, value).
 async fn stored_local(data: &Path) -> (i64, Value) {
-    let pool = sqlx::SqlitePool::connect(&format!(
-        "sqlite://{}",
-        data.join("sandbox-console.db").display()
-    ))
-    .await
-    .unwrap();
+    let pool = crate::helpers::open_database(data).await;
     let (version, value): (i64, String) =
         sqlx::query_as("select version, value from system_setting where name = 'sandbox.local'")
             .fetch_one(&pool)
@@ -302,9 +287,8 @@ async fn exec_refuses_programs_and_timeouts_past_the_limits_every_door_has() {
     let (fits, out, err) = run(data.path(), &["exec", &at_limit], &[]);
     let (too_big, _, big_err) = run(data.path(), &["exec", &over], &[]);
     let (too_wide, _, wide_err) = run(data.path(), &["exec", &over_wide], &[]);
-    let mut piped = Command::new(BIN)
-        .args(["exec", "-", "--language", "python", "--data-dir"])
-        .arg(data.path())
+    let mut piped = crate::helpers::console_command(data.path())
+        .args(["exec", "-", "--language", "python"])
         .stdin(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -344,12 +328,7 @@ async fn exec_refuses_programs_and_timeouts_past_the_limits_every_door_has() {
     );
     assert_eq!((long, zero), (64, 64));
     assert!(long_err.contains("from 1 to 600"), "{long_err}");
-    let pool = sandbox_console::server::db::connect(&format!(
-        "sqlite://{}",
-        data.path().join("sandbox-console.db").display()
-    ))
-    .await
-    .unwrap();
+    let pool = crate::helpers::open_database(data.path()).await;
     let runs: i64 = sqlx::query_scalar("select count(*) from execution")
         .fetch_one(&pool)
         .await

@@ -18,11 +18,16 @@ async fn readyz_is_ready_with_a_working_database() {
     let response = app.get("/readyz").await;
 
     assert_eq!(response.status().as_u16(), 200);
-    assert!(app.data_dir.path().join("sandbox-console.db").exists());
+    if !crate::helpers::on_postgres() {
+        assert!(app.data_dir.path().join("sandbox-console.db").exists());
+    }
 }
 
 #[tokio::test]
 async fn readyz_fails_when_the_database_file_is_deleted() {
+    if crate::helpers::sqlite_only("a deleted database file") {
+        return;
+    }
     let app = spawn_app().await;
     std::fs::remove_file(app.data_dir.path().join("sandbox-console.db")).unwrap();
 

@@ -7,7 +7,7 @@ use sandbox_console::{
     sandbox::{providers, registry::Registry},
     server::{config::Config, startup::Application},
 };
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use tempfile::TempDir;
 
 pub const ADMIN: &str = "admin";
@@ -17,17 +17,71 @@ pub struct TestApp {
     pub address: String,
     /// `--metrics-listen`'s address, when the test asked for one.
     pub metrics_address: Option<String>,
-    pub pool: SqlitePool,
+    pub pool: AnyPool,
     pub data_dir: TempDir,
     pub client: reqwest::Client,
     jar: Arc<reqwest::cookie::Jar>,
 }
 
-/// A test configuration: port 0, the data dir given, the first admin `admin`/`PASSWORD`.
+/// The PostgreSQL server the suite's second pass runs against (`make unit` sets it to
+/// `scripts/postgres.sh url`); unset, every app has its SQLite file in its data directory.
+pub const POSTGRES_ENV: &str = "SANDBOX_CONSOLE_TEST_POSTGRES";
+
+/// Whether this pass runs on PostgreSQL.
+pub fn on_postgres() -> bool {
+    std::env::var_os(POSTGRES_ENV).is_some_and(|url| !url.is_empty())
+}
+
+/// The key a PostgreSQL console must be given (replicas share it); any 32 bytes will do here.
+pub const TEST_SECRET_KEY: &str = "c2FuZGJveC1jb25zb2xlIHRlc3Qgc2VjcmV0IGtleSE=";
+
+/// The PostgreSQL schema of the app whose data directory is `data_dir`.
+pub fn postgres_schema_for(data_dir: &std::path::Path) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    data_dir.hash(&mut hasher);
+    format!("t_{:016x}", hasher.finish())
+}
+
+/// On the PostgreSQL pass, the URL of a schema of its own for the console whose data
+/// directory is `data_dir` (created if missing; the same directory, after a restart, finds
+/// the same schema): tests see only their own rows, as with a SQLite file each.
+pub fn postgres_url_for(data_dir: &std::path::Path) -> Option<String> {
+    let server = std::env::var(POSTGRES_ENV)
+        .ok()
+        .filter(|url| !url.is_empty())?;
+    let schema = postgres_schema_for(data_dir);
+    let admin = server.clone();
+    let create = format!("create schema if not exists {schema}");
+    // Called from synchronous code inside a test's runtime: a thread with its own runtime.
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                use sqlx::{Connection, Executor};
+                let mut conn = sqlx::PgConnection::connect(&admin).await?;
+                conn.execute(create.as_str()).await?;
+                conn.close().await
+            })
+    })
+    .join()
+    .unwrap()
+    .expect("the test schema is created on the PostgreSQL server");
+    let separator = if server.contains('?') { '&' } else { '?' };
+    Some(format!("{server}{separator}options[search_path]={schema}"))
+}
+
+/// A test configuration: port 0, the data dir given, the first admin `admin`/`PASSWORD`, and
+/// the pass's database (a SQLite file in the data dir, or a PostgreSQL schema of its own).
 pub fn test_config(data_dir: &TempDir) -> Config {
     let mut config = Config::with_data_dir(data_dir.path());
     config.listen = "127.0.0.1:0".parse().unwrap();
-    config.database_url = None;
+    config.database_url = postgres_url_for(data_dir.path());
+    if config.database_url.is_some() {
+        config.secret_key = Some(TEST_SECRET_KEY.into());
+    }
     config.admin_username = ADMIN.into();
     config.admin_password = Some(PASSWORD.into());
     config.secure_cookies = false;
@@ -309,4 +363,55 @@ pub async fn run_once(
     let (result, destroyed) = sandbox_console::sandbox::run_once(provider, request).await;
     destroyed?;
     result
+}
+
+/// The time `offset_secs` from now (negative: in the past) as the database stores times:
+/// fixed-width UTC text to the millisecond, computed here so test data reads the same on
+/// every database.
+pub fn utc_text(offset_secs: i64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    chrono::DateTime::from_timestamp(now.as_secs() as i64 + offset_secs, now.subsec_nanos())
+        .unwrap()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+/// The console's own binary.
+pub const BIN: &str = env!("CARGO_BIN_EXE_sandbox-console");
+
+/// The console's binary as a test runs it on `data_dir` (a command, a server): with
+/// `--data-dir`, and on the PostgreSQL pass `--database-url` of the schema an app on that
+/// data directory uses, with the pass's secret key. Put the subcommand after it.
+pub fn console_command(data_dir: &std::path::Path) -> std::process::Command {
+    let mut command = std::process::Command::new(BIN);
+    command
+        .env_remove("DATABASE_URL")
+        .env_remove("SANDBOX_CONSOLE_SECRET_KEY")
+        .arg("--data-dir")
+        .arg(data_dir);
+    if let Some(url) = postgres_url_for(data_dir) {
+        command
+            .arg("--database-url")
+            .arg(url)
+            .env("SANDBOX_CONSOLE_SECRET_KEY", TEST_SECRET_KEY);
+    }
+    command
+}
+
+/// The database an app (or a command) on `data_dir` uses, opened by the test itself.
+pub async fn open_database(data_dir: &std::path::Path) -> AnyPool {
+    let url = postgres_url_for(data_dir)
+        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("sandbox-console.db").display()));
+    sandbox_console::server::db::connect(&url).await.unwrap()
+}
+
+/// On the PostgreSQL pass, a test of something only a SQLite file has (its file modes, a
+/// deleted file, another process's lock) says so and is skipped: true when it must return.
+pub fn sqlite_only(what: &str) -> bool {
+    if on_postgres() {
+        eprintln!("skipped on the PostgreSQL pass: {what} is about the SQLite file");
+    }
+    on_postgres()
 }

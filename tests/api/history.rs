@@ -1,7 +1,5 @@
 //! The execution history: a row for each source, filters, export, retention, kept content.
 
-use std::process::Command;
-
 use serde_json::{json, Value};
 
 use crate::helpers::{spawn_app, spawn_app_in, TestApp};
@@ -15,7 +13,7 @@ async fn history(app: &TestApp, form: &[(&str, &str)]) -> Value {
 async fn insert_run(app: &TestApp, caller: &str, status: &str, created_at: &str) {
     sqlx::query(
         "insert into execution (caller, caller_kind, source, provider, language, status, exit_code, duration_ms, \
-         code_sha256, input_bytes, output_bytes, created_at) values (?, 'api_key', 'rest', 'local', 'python', ?, 0, 5, 'x', 1, 1, ?)",
+         code_sha256, input_bytes, output_bytes, created_at) values ($1, 'api_key', 'rest', 'local', 'python', $2, 0, 5, 'x', 1, 1, $3)",
     )
     .bind(caller)
     .bind(status)
@@ -30,13 +28,8 @@ async fn every_source_writes_a_row() {
     let data = tempfile::tempdir().unwrap();
     let program = data.path().join("job.py");
     std::fs::write(&program, "def main():\n    return 1\n").unwrap();
-    let status = Command::new(env!("CARGO_BIN_EXE_sandbox-console"))
-        .args([
-            "exec",
-            program.to_str().unwrap(),
-            "--data-dir",
-            data.path().to_str().unwrap(),
-        ])
+    let status = crate::helpers::console_command(data.path())
+        .args(["exec", program.to_str().unwrap()])
         .env("USER", "ops-user")
         .output()
         .unwrap()
@@ -169,7 +162,7 @@ async fn retention_deletes_old_and_surplus_rows_and_nothing_else() {
     for i in 0..120 {
         sqlx::query(
             "insert into execution (caller, caller_kind, source, provider, language, status, duration_ms, code_sha256, \
-             input_bytes, output_bytes) values (?, 'api_key', 'rest', 'local', 'python', 'success', 1, 'x', 1, 1)",
+             input_bytes, output_bytes) values ($1, 'api_key', 'rest', 'local', 'python', 'success', 1, 'x', 1, 1)",
         )
         .bind(format!("recent{i}"))
         .execute(&app.pool)

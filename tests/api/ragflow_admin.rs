@@ -20,7 +20,7 @@ async fn setup() -> (TestApp, String) {
 }
 
 async fn stored_version(app: &TestApp, name: &str) -> Option<i64> {
-    sqlx::query_scalar("select version from system_setting where name = ?")
+    sqlx::query_scalar("select version from system_setting where name = $1")
         .bind(name)
         .fetch_optional(&app.pool)
         .await

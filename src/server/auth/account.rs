@@ -1,6 +1,6 @@
 //! Administrator accounts: creating them, resetting passwords, and the first admin on start-up.
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::server::{
     auth::password::{self, PasswordError},
@@ -35,7 +35,7 @@ pub fn validate_username(username: &str) -> Result<(), AccountError> {
 
 /// Creates an administrator. Usernames are stored in lower case and compared without case.
 pub async fn create_admin(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     username: &str,
     password: String,
 ) -> Result<AdminUser, AccountError> {
@@ -49,7 +49,7 @@ pub async fn create_admin(
 
 /// Sets a new password and signs the administrator out of every session.
 pub async fn reset_password(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     username: &str,
     password: String,
 ) -> Result<(), AccountError> {
@@ -70,7 +70,7 @@ pub struct FirstAdmin {
 
 /// Creates the first administrator when there is none yet.
 pub async fn ensure_first_admin(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     username: &str,
     password: Option<&str>,
 ) -> Result<Option<FirstAdmin>, AccountError> {
@@ -82,7 +82,12 @@ pub async fn ensure_first_admin(
         .map(str::to_owned)
         .or_else(|| generated_password.clone())
         .unwrap_or_default();
-    let user = create_admin(pool, username, chosen).await?;
+    let user = match create_admin(pool, username, chosen).await {
+        Ok(user) => user,
+        // Another replica on the same database made it first (and showed its password).
+        Err(AccountError::Exists(_)) => return Ok(None),
+        Err(error) => return Err(error),
+    };
     // A generated password has been shown in a terminal and a log: it lasts one sign-in.
     if generated_password.is_some() {
         admin_user::require_password_change(pool, user.id).await?;
@@ -96,7 +101,7 @@ pub async fn ensure_first_admin(
 /// Changes `id`'s own password after checking the current one. Every other session of the
 /// account is signed out (the caller signs this one in again).
 pub async fn change_password(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     id: i64,
     current: String,
     new: String,
@@ -119,7 +124,7 @@ pub async fn change_password(
 
 /// Gives `id` a generated password, shown once to the admin who asked; it must be changed at
 /// the next sign-in, and every session of the account is signed out.
-pub async fn reset_to_generated(pool: &SqlitePool, id: i64) -> Result<String, AccountError> {
+pub async fn reset_to_generated(pool: &AnyPool, id: i64) -> Result<String, AccountError> {
     let generated = password::generate();
     let hash = password::hash(generated.clone()).await?;
     if admin_user::set_password_of(pool, id, &hash, true).await? {
@@ -131,7 +136,7 @@ pub async fn reset_to_generated(pool: &SqlitePool, id: i64) -> Result<String, Ac
 
 /// Adds an administrator with a generated password (shown once; changed at first sign-in).
 pub async fn add_with_generated(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     username: &str,
 ) -> Result<(AdminUser, String), AccountError> {
     let generated = password::generate();

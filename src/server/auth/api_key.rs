@@ -11,7 +11,7 @@ use std::{
 };
 
 use http::{header, HeaderMap, StatusCode};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::{
     model::api_key::{ApiKeyInfo, Scope},
@@ -88,13 +88,13 @@ pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
 /// The key store and the per-key rate limit: checks the key a request carries.
 #[derive(Debug)]
 pub struct ApiKeys {
-    pool: SqlitePool,
+    pool: AnyPool,
     limiter: ApiLimiter,
 }
 
 impl ApiKeys {
     /// Keys from `pool`, each allowed `per_minute` requests (`0`: no limit).
-    pub fn new(pool: SqlitePool, per_minute: u32) -> Self {
+    pub fn new(pool: AnyPool, per_minute: u32) -> Self {
         ApiKeys {
             pool,
             limiter: ApiLimiter::new(per_minute),

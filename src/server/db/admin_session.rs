@@ -1,7 +1,11 @@
 //! Repository for `admin_session`: one row per signed-in browser, so an admin can list their
 //! sessions and sign the others out.
 
-use sqlx::SqlitePool;
+use std::time::Duration;
+
+use sqlx::AnyPool;
+
+use super::clock;
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct SessionRow {
@@ -13,14 +17,14 @@ pub struct SessionRow {
 }
 
 pub async fn insert(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     id: &str,
     admin_id: i64,
     address: Option<&str>,
     user_agent: Option<&str>,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "insert into admin_session (id, admin_id, address, user_agent) values (?, ?, ?, ?)",
+        "insert into admin_session (id, admin_id, address, user_agent) values ($1, $2, $3, $4)",
     )
     .bind(id)
     .bind(admin_id)
@@ -34,47 +38,45 @@ pub async fn insert(
 /// Whether session `id` of `admin_id` still exists; marks it seen (at most once a minute).
 /// Only a stale mark writes, and a write that fails (a database locked past its busy
 /// timeout) is logged, not an error: it must never sign anyone out or fail a page.
-pub async fn touch(pool: &SqlitePool, id: &str, admin_id: i64) -> Result<bool, sqlx::Error> {
-    let stale: Option<bool> = sqlx::query_scalar(
-        "select last_seen_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-60 seconds') \
-         from admin_session where id = ? and admin_id = ?",
+pub async fn touch(pool: &AnyPool, id: &str, admin_id: i64) -> Result<bool, sqlx::Error> {
+    let seen: Option<String> = sqlx::query_scalar(
+        "select last_seen_at from admin_session where id = $1 and admin_id = $2",
     )
     .bind(id)
     .bind(admin_id)
     .fetch_optional(pool)
     .await?;
-    if stale == Some(true) {
-        if let Err(error) = sqlx::query(
-            "update admin_session set last_seen_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') where id = ?",
-        )
-        .bind(id)
-        .execute(pool)
-        .await
+    let stale = seen
+        .as_deref()
+        .is_some_and(|seen| seen < clock::before(Duration::from_secs(60)).as_str());
+    if stale {
+        if let Err(error) = sqlx::query("update admin_session set last_seen_at = $1 where id = $2")
+            .bind(clock::now())
+            .bind(id)
+            .execute(pool)
+            .await
         {
             tracing::warn!(%error, "could not note when a session was last seen");
         }
     }
-    Ok(stale.is_some())
+    Ok(seen.is_some())
 }
 
 /// `admin_id`'s sessions seen within `idle_minutes`, newest first (older rows are deleted).
 pub async fn list(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     admin_id: i64,
     idle_minutes: u32,
 ) -> Result<Vec<SessionRow>, sqlx::Error> {
-    let cutoff = format!("-{idle_minutes} minutes");
-    sqlx::query(
-        "delete from admin_session where admin_id = ? \
-         and last_seen_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)",
-    )
-    .bind(admin_id)
-    .bind(&cutoff)
-    .execute(pool)
-    .await?;
+    let cutoff = clock::before(Duration::from_secs(u64::from(idle_minutes) * 60));
+    sqlx::query("delete from admin_session where admin_id = $1 and last_seen_at < $2")
+        .bind(admin_id)
+        .bind(&cutoff)
+        .execute(pool)
+        .await?;
     sqlx::query_as(
         "select id, address, user_agent, created_at, last_seen_at from admin_session \
-         where admin_id = ? order by last_seen_at desc, created_at desc",
+         where admin_id = $1 order by last_seen_at desc, created_at desc",
     )
     .bind(admin_id)
     .fetch_all(pool)
@@ -84,11 +86,11 @@ pub async fn list(
 /// Deletes `admin_id`'s sessions except `keep` (all of them when `keep` is `None`); returns
 /// how many went.
 pub async fn delete_others(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     admin_id: i64,
     keep: Option<&str>,
 ) -> Result<u64, sqlx::Error> {
-    let done = sqlx::query("delete from admin_session where admin_id = ? and id <> ?")
+    let done = sqlx::query("delete from admin_session where admin_id = $1 and id <> $2")
         .bind(admin_id)
         .bind(keep.unwrap_or(""))
         .execute(pool)
@@ -97,8 +99,8 @@ pub async fn delete_others(
 }
 
 /// Deletes one session row (sign-out).
-pub async fn delete(pool: &SqlitePool, id: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("delete from admin_session where id = ?")
+pub async fn delete(pool: &AnyPool, id: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("delete from admin_session where id = $1")
         .bind(id)
         .execute(pool)
         .await?;

@@ -1,7 +1,10 @@
 //! Repository for `api_key`: keys are stored as SHA-256 hashes, looked up by hash.
 
 use rand::{rngs::OsRng, RngCore};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
+use std::time::Duration;
+
+use super::clock;
 
 use crate::model::api_key::{ApiKeyInfo, CreatedKey, Scope};
 
@@ -69,7 +72,7 @@ fn generate() -> String {
 
 /// Creates a key; the returned `key` is never stored and cannot be shown again.
 pub async fn create(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     name: &str,
     scopes: &[Scope],
     created_by: &str,
@@ -85,17 +88,16 @@ pub async fn create(
         let mut tx = pool.begin().await?;
         let row = sqlx::query_as(&format!(
             "insert into api_key (name, prefix, key_hash, scopes, created_by, expires_at) \
-             values (?, ?, ?, ?, ?, case when ? is null then null \
-             else strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || ? || ' days') end) \
-             returning {COLUMNS}"
+             values ($1, $2, $3, $4, $5, $6) returning {COLUMNS}"
         ))
         .bind(name)
         .bind(&key[..SHOWN_CHARS])
         .bind(hash(&key))
         .bind(serde_json::to_string(&scopes).unwrap_or_else(|_| "[]".into()))
         .bind(created_by)
-        .bind(expires_in_days)
-        .bind(expires_in_days)
+        .bind(
+            expires_in_days.map(|days| clock::after(Duration::from_secs(u64::from(days) * 86_400))),
+        )
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -115,7 +117,7 @@ pub async fn create(
 }
 
 /// Every key, live ones first, newest first.
-pub async fn list(pool: &SqlitePool) -> Result<Vec<ApiKeyInfo>, sqlx::Error> {
+pub async fn list(pool: &AnyPool) -> Result<Vec<ApiKeyInfo>, sqlx::Error> {
     let rows: Vec<Row> = sqlx::query_as(&format!(
         "select {COLUMNS} from api_key order by revoked_at is not null, id desc"
     ))
@@ -125,14 +127,14 @@ pub async fn list(pool: &SqlitePool) -> Result<Vec<ApiKeyInfo>, sqlx::Error> {
 }
 
 /// Revokes a live key; `None` when there is no live key with this id.
-pub async fn revoke(pool: &SqlitePool, id: i64) -> Result<Option<ApiKeyInfo>, sqlx::Error> {
+pub async fn revoke(pool: &AnyPool, id: i64) -> Result<Option<ApiKeyInfo>, sqlx::Error> {
     // Committed explicitly: see `create`.
     let mut tx = pool.begin().await?;
     let row: Option<Row> = sqlx::query_as(&format!(
-        "update api_key set revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), \
-         updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
-         where id = ? and revoked_at is null returning {COLUMNS}"
+        "update api_key set revoked_at = $1, updated_at = $1 \
+         where id = $2 and revoked_at is null returning {COLUMNS}"
     ))
+    .bind(clock::now())
     .bind(id)
     .fetch_optional(&mut *tx)
     .await?;
@@ -143,39 +145,38 @@ pub async fn revoke(pool: &SqlitePool, id: i64) -> Result<Option<ApiKeyInfo>, sq
 /// The live (not revoked, not expired) key `key` is, if any; records its use and the client
 /// address it came from (at most once a minute, to spare writes).
 pub async fn authenticate(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     key: &str,
     address: Option<&str>,
 ) -> Result<Option<ApiKeyInfo>, sqlx::Error> {
     if !key.starts_with(KEY_PREFIX) {
         return Ok(None);
     }
-    #[derive(sqlx::FromRow)]
-    struct Found {
-        #[sqlx(flatten)]
-        row: Row,
-        stale: bool,
-    }
     // Timestamps are fixed-width UTC text, so text comparison orders them.
-    let found: Option<Found> = sqlx::query_as(&format!(
-        "select {COLUMNS}, (last_used_at is null or \
-         last_used_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 minute')) as stale \
-         from api_key where key_hash = ? and revoked_at is null \
-         and (expires_at is null or expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
+    let found: Option<Row> = sqlx::query_as(&format!(
+        "select {COLUMNS} from api_key where key_hash = $1 and revoked_at is null \
+         and (expires_at is null or expires_at > $2)"
     ))
     .bind(hash(key))
+    .bind(clock::now())
     .fetch_optional(pool)
     .await?;
-    let Some(Found { row, stale }) = found else {
+    let Some(row) = found else {
         return Ok(None);
     };
+    let minute_ago = clock::before(Duration::from_secs(60));
+    let stale = row
+        .last_used_at
+        .as_deref()
+        .is_none_or(|used| used < minute_ago.as_str());
     if stale {
         // Only a note of when the key was last used: a database that cannot take it (full,
         // locked past the busy timeout) must not refuse a valid key.
         if let Err(error) = sqlx::query(
-            "update api_key set last_used_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), \
-             last_used_address = coalesce(?, last_used_address) where id = ?",
+            "update api_key set last_used_at = $1, \
+             last_used_address = coalesce($2, last_used_address) where id = $3",
         )
+        .bind(clock::now())
         .bind(address)
         .bind(row.id)
         .execute(pool)

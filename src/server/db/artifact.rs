@@ -3,12 +3,15 @@
 
 use base64::{engine::general_purpose::STANDARD, Engine};
 use rand::RngCore;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
+use std::time::Duration;
+
+use super::clock;
 
 use crate::model::execution::Artifact;
 
 /// How long a trial's files stay downloadable.
-const KEEP: &str = "+1 hour";
+const KEEP: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, sqlx::FromRow)]
 pub struct StoredArtifact {
@@ -20,12 +23,12 @@ pub struct StoredArtifact {
 /// Replaces the admin's stored artifacts with `artifacts` (one transaction) and returns their
 /// ids, in order. Ids are 128 random bits: unguessable, and checked against the owner anyway.
 pub async fn replace_for(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     admin_user_id: i64,
     artifacts: &[Artifact],
 ) -> Result<Vec<String>, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    sqlx::query("delete from artifact where admin_user_id = ?")
+    sqlx::query("delete from artifact where admin_user_id = $1")
         .bind(admin_user_id)
         .execute(&mut *tx)
         .await?;
@@ -39,14 +42,14 @@ pub async fn replace_for(
         let content = STANDARD.decode(&artifact.content_b64).unwrap_or_default();
         sqlx::query(
             "insert into artifact (id, admin_user_id, name, mime_type, content, expires_at) \
-             values (?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?))",
+             values ($1, $2, $3, $4, $5, $6)",
         )
         .bind(&id)
         .bind(admin_user_id)
         .bind(&artifact.name)
         .bind(&artifact.mime_type)
         .bind(content)
-        .bind(KEEP)
+        .bind(clock::after(KEEP))
         .execute(&mut *tx)
         .await?;
         ids.push(id);
@@ -57,26 +60,26 @@ pub async fn replace_for(
 
 /// The artifact `id` if it belongs to `admin_user_id` and has not expired.
 pub async fn get(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     id: &str,
     admin_user_id: i64,
 ) -> Result<Option<StoredArtifact>, sqlx::Error> {
     sqlx::query_as(
         "select name, mime_type, content from artifact \
-         where id = ? and admin_user_id = ? and expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
+         where id = $1 and admin_user_id = $2 and expires_at > $3",
     )
     .bind(id)
     .bind(admin_user_id)
+    .bind(clock::now())
     .fetch_optional(pool)
     .await
 }
 
 /// Deletes expired artifacts; run periodically by the server.
-pub async fn delete_expired(pool: &SqlitePool) -> Result<u64, sqlx::Error> {
-    Ok(sqlx::query(
-        "delete from artifact where expires_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
-    )
-    .execute(pool)
-    .await?
-    .rows_affected())
+pub async fn delete_expired(pool: &AnyPool) -> Result<u64, sqlx::Error> {
+    Ok(sqlx::query("delete from artifact where expires_at <= $1")
+        .bind(clock::now())
+        .execute(pool)
+        .await?
+        .rows_affected())
 }

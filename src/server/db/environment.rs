@@ -1,7 +1,9 @@
 //! Repository for `environment`, `environment_build` and `environment_generation`. Every write
 //! that changes what a name stands for bumps the generation in the same transaction.
 
-use sqlx::{Sqlite, SqliteExecutor, SqlitePool, Transaction};
+use sqlx::{Any, AnyExecutor, AnyPool, Transaction};
+
+use super::clock;
 
 use crate::model::environment::{BuildInfo, BuildStatus, LockedPackage, Verification};
 
@@ -22,7 +24,9 @@ pub struct EnvRow {
     pub name: String,
     pub python_requirements: String,
     pub npm_packages: String,
+    #[sqlx(try_from = "super::Flag")]
     pub allow_sdists: bool,
+    #[sqlx(try_from = "super::Flag")]
     pub is_default: bool,
     pub version: i64,
     pub ready_build: Option<i64>,
@@ -70,7 +74,7 @@ impl From<BuildRow> for BuildInfo {
     }
 }
 
-pub async fn list(pool: &SqlitePool) -> Result<Vec<EnvRow>, sqlx::Error> {
+pub async fn list(pool: &AnyPool) -> Result<Vec<EnvRow>, sqlx::Error> {
     sqlx::query_as(&format!(
         "select {ENV_COLUMNS} from environment order by is_default desc, name"
     ))
@@ -78,22 +82,22 @@ pub async fn list(pool: &SqlitePool) -> Result<Vec<EnvRow>, sqlx::Error> {
     .await
 }
 
-pub async fn get(db: impl SqliteExecutor<'_>, name: &str) -> Result<Option<EnvRow>, sqlx::Error> {
+pub async fn get(db: impl AnyExecutor<'_>, name: &str) -> Result<Option<EnvRow>, sqlx::Error> {
     sqlx::query_as(&format!(
-        "select {ENV_COLUMNS} from environment where name = ?"
+        "select {ENV_COLUMNS} from environment where name = $1"
     ))
     .bind(name)
     .fetch_optional(db)
     .await
 }
 
-pub async fn generation(db: impl SqliteExecutor<'_>) -> Result<i64, sqlx::Error> {
+pub async fn generation(db: impl AnyExecutor<'_>) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar("select value from environment_generation where id = 1")
         .fetch_one(db)
         .await
 }
 
-async fn bump(tx: &mut Transaction<'_, Sqlite>) -> Result<(), sqlx::Error> {
+async fn bump(tx: &mut Transaction<'_, Any>) -> Result<(), sqlx::Error> {
     sqlx::query("update environment_generation set value = value + 1 where id = 1")
         .execute(&mut **tx)
         .await?;
@@ -110,25 +114,26 @@ pub struct Spec<'a> {
 /// Creates (`expected` = None) or updates (`expected` = the version the form showed) an
 /// environment's spec. The first environment ever created becomes the default.
 pub async fn save(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     name: &str,
     spec: &Spec<'_>,
     expected: Option<i64>,
     actor: &str,
 ) -> Result<i64, EnvError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = super::begin_write(pool).await?;
     let current = get(&mut *tx, name).await?;
     let version = match (current, expected) {
         (Some(row), Some(version)) if row.version == version => {
             sqlx::query(
-                "update environment set python_requirements = ?, npm_packages = ?, \
-                 allow_sdists = ?, version = version + 1, updated_by = ?, \
-                 updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') where name = ?",
+                "update environment set python_requirements = $1, npm_packages = $2, \
+                 allow_sdists = $3, version = version + 1, updated_by = $4, \
+                 updated_at = $5 where name = $6",
             )
             .bind(spec.python_requirements)
             .bind(spec.npm_packages)
-            .bind(spec.allow_sdists)
+            .bind(i64::from(spec.allow_sdists))
             .bind(actor)
+            .bind(clock::now_seconds())
             .bind(name)
             .execute(&mut *tx)
             .await?;
@@ -138,18 +143,19 @@ pub async fn save(
         (Some(_), None) => return Err(EnvError::Exists(name.to_owned())),
         (None, Some(_)) => return Err(EnvError::Unknown(name.to_owned())),
         (None, None) => {
-            let first: bool = sqlx::query_scalar("select count(*) = 0 from environment")
+            let existing: i64 = sqlx::query_scalar("select count(*) from environment")
                 .fetch_one(&mut *tx)
                 .await?;
+            let first = existing == 0;
             sqlx::query(
                 "insert into environment (name, python_requirements, npm_packages, \
-                 allow_sdists, is_default, updated_by) values (?, ?, ?, ?, ?, ?)",
+                 allow_sdists, is_default, updated_by) values ($1, $2, $3, $4, $5, $6)",
             )
             .bind(name)
             .bind(spec.python_requirements)
             .bind(spec.npm_packages)
-            .bind(spec.allow_sdists)
-            .bind(first)
+            .bind(i64::from(spec.allow_sdists))
+            .bind(i64::from(first))
             .bind(actor)
             .execute(&mut *tx)
             .await?;
@@ -163,15 +169,15 @@ pub async fn save(
     Ok(version)
 }
 
-pub async fn set_default(pool: &SqlitePool, name: &str) -> Result<(), EnvError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+pub async fn set_default(pool: &AnyPool, name: &str) -> Result<(), EnvError> {
+    let mut tx = super::begin_write(pool).await?;
     if get(&mut *tx, name).await?.is_none() {
         return Err(EnvError::Unknown(name.to_owned()));
     }
     sqlx::query("update environment set is_default = 0 where is_default = 1")
         .execute(&mut *tx)
         .await?;
-    sqlx::query("update environment set is_default = 1 where name = ?")
+    sqlx::query("update environment set is_default = 1 where name = $1")
         .bind(name)
         .execute(&mut *tx)
         .await?;
@@ -181,22 +187,22 @@ pub async fn set_default(pool: &SqlitePool, name: &str) -> Result<(), EnvError> 
 }
 
 /// Deletes an environment and its build rows; returns the content addresses its builds had.
-pub async fn delete(pool: &SqlitePool, name: &str) -> Result<Vec<String>, EnvError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+pub async fn delete(pool: &AnyPool, name: &str) -> Result<Vec<String>, EnvError> {
+    let mut tx = super::begin_write(pool).await?;
     if get(&mut *tx, name).await?.is_none() {
         return Err(EnvError::Unknown(name.to_owned()));
     }
     let hashes: Vec<String> = sqlx::query_scalar(
-        "select distinct spec_hash from environment_build where environment = ?",
+        "select distinct spec_hash from environment_build where environment = $1",
     )
     .bind(name)
     .fetch_all(&mut *tx)
     .await?;
-    sqlx::query("delete from environment_build where environment = ?")
+    sqlx::query("delete from environment_build where environment = $1")
         .bind(name)
         .execute(&mut *tx)
         .await?;
-    sqlx::query("delete from environment where name = ?")
+    sqlx::query("delete from environment where name = $1")
         .bind(name)
         .execute(&mut *tx)
         .await?;
@@ -206,7 +212,7 @@ pub async fn delete(pool: &SqlitePool, name: &str) -> Result<Vec<String>, EnvErr
 }
 
 pub async fn start_build(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     name: &str,
     spec_hash: &str,
     actor: &str,
@@ -214,7 +220,7 @@ pub async fn start_build(
     let mut tx = pool.begin().await?;
     let id = sqlx::query_scalar(
         "insert into environment_build (environment, spec_hash, status, stage, started_by) \
-         values (?, ?, 'building', 'queued', ?) returning id",
+         values ($1, $2, 'building', 'queued', $3) returning id",
     )
     .bind(name)
     .bind(spec_hash)
@@ -226,13 +232,8 @@ pub async fn start_build(
 }
 
 /// A build in progress: its stage and the log so far.
-pub async fn progress(
-    pool: &SqlitePool,
-    id: i64,
-    stage: &str,
-    log: &str,
-) -> Result<(), sqlx::Error> {
-    sqlx::query("update environment_build set stage = ?, log = ? where id = ?")
+pub async fn progress(pool: &AnyPool, id: i64, stage: &str, log: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("update environment_build set stage = $1, log = $2 where id = $3")
         .bind(stage)
         .bind(log)
         .bind(id)
@@ -242,18 +243,14 @@ pub async fn progress(
 }
 
 /// A build that failed: the environment keeps the build it had.
-pub async fn fail_build(
-    pool: &SqlitePool,
-    id: i64,
-    why: &str,
-    log: &str,
-) -> Result<(), sqlx::Error> {
+pub async fn fail_build(pool: &AnyPool, id: i64, why: &str, log: &str) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "update environment_build set status = 'failed', stage = ?, log = ?, \
-         finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') where id = ?",
+        "update environment_build set status = 'failed', stage = $1, log = $2, \
+         finished_at = $3 where id = $4",
     )
     .bind(why)
     .bind(log)
+    .bind(clock::now_seconds())
     .bind(id)
     .execute(pool)
     .await?;
@@ -262,26 +259,27 @@ pub async fn fail_build(
 
 /// A build that is ready becomes the one its environment's runs use.
 pub async fn finish_build(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     id: i64,
     log: &str,
     lock: &[LockedPackage],
     size_bytes: i64,
 ) -> Result<(), sqlx::Error> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = super::begin_write(pool).await?;
     sqlx::query(
-        "update environment_build set status = 'ready', stage = 'ready', log = ?, lock = ?, \
-         size_bytes = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') where id = ?",
+        "update environment_build set status = 'ready', stage = 'ready', log = $1, lock = $2, \
+         size_bytes = $3, finished_at = $4 where id = $5",
     )
     .bind(log)
     .bind(serde_json::to_string(lock).unwrap_or_else(|_| "[]".into()))
     .bind(size_bytes)
+    .bind(clock::now_seconds())
     .bind(id)
     .execute(&mut *tx)
     .await?;
     sqlx::query(
-        "update environment set ready_build = ? \
-         where name = (select environment from environment_build where id = ?)",
+        "update environment set ready_build = $1 \
+         where name = (select environment from environment_build where id = $2)",
     )
     .bind(id)
     .bind(id)
@@ -293,11 +291,11 @@ pub async fn finish_build(
 }
 
 pub async fn set_verification(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     id: i64,
     verification: &[Verification],
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("update environment_build set verification = ? where id = ?")
+    sqlx::query("update environment_build set verification = $1 where id = $2")
         .bind(serde_json::to_string(verification).unwrap_or_else(|_| "[]".into()))
         .bind(id)
         .execute(pool)
@@ -305,9 +303,9 @@ pub async fn set_verification(
     Ok(())
 }
 
-pub async fn build(pool: &SqlitePool, id: i64) -> Result<Option<BuildInfo>, sqlx::Error> {
+pub async fn build(pool: &AnyPool, id: i64) -> Result<Option<BuildInfo>, sqlx::Error> {
     let row: Option<BuildRow> = sqlx::query_as(&format!(
-        "select {BUILD_COLUMNS} from environment_build where id = ?"
+        "select {BUILD_COLUMNS} from environment_build where id = $1"
     ))
     .bind(id)
     .fetch_optional(pool)
@@ -315,17 +313,17 @@ pub async fn build(pool: &SqlitePool, id: i64) -> Result<Option<BuildInfo>, sqlx
     Ok(row.map(BuildInfo::from))
 }
 
-pub async fn build_log(pool: &SqlitePool, id: i64) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar("select log from environment_build where id = ?")
+pub async fn build_log(pool: &AnyPool, id: i64) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("select log from environment_build where id = $1")
         .bind(id)
         .fetch_optional(pool)
         .await
 }
 
 /// The newest build of an environment.
-pub async fn latest_build(pool: &SqlitePool, name: &str) -> Result<Option<BuildInfo>, sqlx::Error> {
+pub async fn latest_build(pool: &AnyPool, name: &str) -> Result<Option<BuildInfo>, sqlx::Error> {
     let row: Option<BuildRow> = sqlx::query_as(&format!(
-        "select {BUILD_COLUMNS} from environment_build where environment = ? order by id desc limit 1"
+        "select {BUILD_COLUMNS} from environment_build where environment = $1 order by id desc limit 1"
     ))
     .bind(name)
     .fetch_optional(pool)
@@ -334,19 +332,20 @@ pub async fn latest_build(pool: &SqlitePool, name: &str) -> Result<Option<BuildI
 }
 
 /// Builds left `building` by a console that stopped: they never finish now.
-pub async fn abandon_unfinished(pool: &SqlitePool) -> Result<u64, sqlx::Error> {
+pub async fn abandon_unfinished(pool: &AnyPool) -> Result<u64, sqlx::Error> {
     let done = sqlx::query(
         "update environment_build set status = 'failed', \
          stage = 'interrupted: the console stopped during the build', \
-         finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') where status = 'building'",
+         finished_at = $1 where status = 'building'",
     )
+    .bind(clock::now_seconds())
     .execute(pool)
     .await?;
     Ok(done.rows_affected())
 }
 
 /// Content addresses still needed: the builds environments use, and builds under way.
-pub async fn hashes_in_use(pool: &SqlitePool) -> Result<Vec<String>, sqlx::Error> {
+pub async fn hashes_in_use(pool: &AnyPool) -> Result<Vec<String>, sqlx::Error> {
     sqlx::query_scalar(
         "select spec_hash from environment_build where status = 'building' \
          or id in (select ready_build from environment where ready_build is not null)",

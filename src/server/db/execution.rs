@@ -1,7 +1,9 @@
 //! Repository for `execution`: one row per run, whoever asked for it.
 
+use std::time::Duration;
+
 use sha2::{Digest, Sha256};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::model::history::{ExecutionDetail, ExecutionSummary, HistoryFilter};
 
@@ -158,14 +160,14 @@ pub fn sha256(text: &str) -> String {
         .collect()
 }
 
-pub async fn record(pool: &SqlitePool, run: &NewExecution<'_>) -> Result<i64, sqlx::Error> {
+pub async fn record(pool: &AnyPool, run: &NewExecution<'_>) -> Result<i64, sqlx::Error> {
     // Committed explicitly: a `returning` row read in autocommit mode is no proof that the
     // write was committed (sqlx#2099).
     let mut tx = pool.begin().await?;
     let id = sqlx::query_scalar(
         "insert into execution (caller, caller_kind, source, provider, language, status, exit_code, \
          duration_ms, code_sha256, input_bytes, output_bytes, error, code, stdout, stderr, egress) \
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning id",
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) returning id",
     )
     .bind(&run.caller.name)
     .bind(run.caller.kind.as_str())
@@ -225,7 +227,7 @@ pub fn parse_time(text: &str) -> Result<Option<String>, String> {
     }
 }
 
-/// The `where` clause of a filter, with its bound values in order.
+/// The `where` clause of a filter (placeholders `$1`, `$2`, …), with its bound values in order.
 fn conditions(filter: &HistoryFilter) -> Result<(String, Vec<String>), String> {
     let mut clauses = vec!["1 = 1".to_owned()];
     let mut binds = Vec::new();
@@ -235,25 +237,27 @@ fn conditions(filter: &HistoryFilter) -> Result<(String, Vec<String>), String> {
         ("caller", &filter.caller),
     ] {
         if !value.trim().is_empty() {
-            clauses.push(format!("{column} = ?"));
             binds.push(value.trim().to_owned());
+            clauses.push(format!("{column} = ${}", binds.len()));
         }
     }
     if let Some(from) = parse_time(&filter.from)? {
-        clauses.push("created_at >= ?".into());
         binds.push(from);
+        clauses.push(format!("created_at >= ${}", binds.len()));
     }
     if let Some(to) = parse_time(&filter.to)? {
         // Inclusive of the whole day (or minute) named.
-        clauses.push("substr(created_at, 1, length(?)) <= ?".into());
-        binds.push(to.clone());
         binds.push(to);
+        clauses.push(format!(
+            "substr(created_at, 1, length(${n})) <= ${n}",
+            n = binds.len()
+        ));
     }
     Ok((clauses.join(" and "), binds))
 }
 
 /// How many runs match `filter`. `Err(message)` for a bad filter.
-pub async fn count(pool: &SqlitePool, filter: &HistoryFilter) -> Result<i64, QueryError> {
+pub async fn count(pool: &AnyPool, filter: &HistoryFilter) -> Result<i64, QueryError> {
     let (clause, binds) = conditions(filter).map_err(QueryError::BadFilter)?;
     let sql = format!("select count(*) from execution where {clause}");
     let mut count = sqlx::query_scalar::<_, i64>(&sql);
@@ -265,14 +269,17 @@ pub async fn count(pool: &SqlitePool, filter: &HistoryFilter) -> Result<i64, Que
 
 /// Runs matching `filter`, newest first.
 pub async fn search(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     filter: &HistoryFilter,
     limit: u32,
     offset: u64,
 ) -> Result<Vec<ExecutionSummary>, QueryError> {
     let (clause, binds) = conditions(filter).map_err(QueryError::BadFilter)?;
-    let sql =
-        format!("select {SUMMARY} from execution where {clause} order by id desc limit ? offset ?");
+    let sql = format!(
+        "select {SUMMARY} from execution where {clause} order by id desc limit ${} offset ${}",
+        binds.len() + 1,
+        binds.len() + 2
+    );
     let mut rows = sqlx::query_as::<_, ExecutionSummary>(&sql);
     for bind in &binds {
         rows = rows.bind(bind);
@@ -285,7 +292,7 @@ pub async fn search(
     Ok(rows)
 }
 
-pub async fn detail(pool: &SqlitePool, id: i64) -> Result<Option<ExecutionDetail>, sqlx::Error> {
+pub async fn detail(pool: &AnyPool, id: i64) -> Result<Option<ExecutionDetail>, sqlx::Error> {
     #[derive(sqlx::FromRow)]
     struct Extra {
         code_sha256: String,
@@ -296,7 +303,7 @@ pub async fn detail(pool: &SqlitePool, id: i64) -> Result<Option<ExecutionDetail
         egress: Option<String>,
     }
     let summary: Option<ExecutionSummary> =
-        sqlx::query_as(&format!("select {SUMMARY} from execution where id = ?"))
+        sqlx::query_as(&format!("select {SUMMARY} from execution where id = $1"))
             .bind(id)
             .fetch_optional(pool)
             .await?;
@@ -304,7 +311,7 @@ pub async fn detail(pool: &SqlitePool, id: i64) -> Result<Option<ExecutionDetail
         return Ok(None);
     };
     let extra: Extra = sqlx::query_as(
-        "select code_sha256, error, code, stdout, stderr, egress from execution where id = ?",
+        "select code_sha256, error, code, stdout, stderr, egress from execution where id = $1",
     )
     .bind(id)
     .fetch_one(pool)
@@ -323,7 +330,7 @@ pub async fn detail(pool: &SqlitePool, id: i64) -> Result<Option<ExecutionDetail
 }
 
 /// The distinct values of a column, for filter menus.
-pub async fn distinct(pool: &SqlitePool, column: &str) -> Result<Vec<String>, sqlx::Error> {
+pub async fn distinct(pool: &AnyPool, column: &str) -> Result<Vec<String>, sqlx::Error> {
     let column = match column {
         "provider" | "status" => column,
         _ => return Ok(Vec::new()),
@@ -343,19 +350,19 @@ pub async fn distinct(pool: &SqlitePool, column: &str) -> Result<Vec<String>, sq
 
 /// Deletes runs older than `days` and, beyond `max_rows`, the oldest; returns how many.
 pub async fn enforce_retention(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     days: u32,
     max_rows: u32,
 ) -> Result<u64, sqlx::Error> {
-    let old = sqlx::query(
-        "delete from execution where created_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)",
-    )
-    .bind(format!("-{days} days"))
-    .execute(pool)
-    .await?
-    .rows_affected();
+    let old = sqlx::query("delete from execution where created_at < $1")
+        .bind(super::clock::before(Duration::from_secs(
+            u64::from(days) * 86_400,
+        )))
+        .execute(pool)
+        .await?
+        .rows_affected();
     let surplus = sqlx::query(
-        "delete from execution where id <= (select id from execution order by id desc limit 1 offset ?)",
+        "delete from execution where id <= (select id from execution order by id desc limit 1 offset $1)",
     )
     .bind(i64::from(max_rows))
     .execute(pool)
@@ -366,19 +373,17 @@ pub async fn enforce_retention(
 
 /// Where the last hour starts, to the minute, as the history filter takes it
 /// (`2026-12-03T10:15`, UTC).
-pub async fn last_hour_start(pool: &SqlitePool) -> Result<String, sqlx::Error> {
-    sqlx::query_scalar("select strftime('%Y-%m-%dT%H:%M', 'now', '-1 hour')")
-        .fetch_one(pool)
-        .await
+pub fn last_hour_start() -> String {
+    super::clock::minute_before(Duration::from_secs(3600))
 }
 
 /// Runs in the last hour, by status, most frequent first.
-pub async fn last_hour_by_status(pool: &SqlitePool) -> Result<Vec<(String, i64)>, sqlx::Error> {
+pub async fn last_hour_by_status(pool: &AnyPool) -> Result<Vec<(String, i64)>, sqlx::Error> {
     sqlx::query_as(
         "select status, count(*) as n from execution \
-         where created_at >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 hour') \
-         group by status order by n desc, status",
+         where created_at >= $1 group by status order by n desc, status",
     )
+    .bind(super::clock::before(Duration::from_secs(3600)))
     .fetch_all(pool)
     .await
 }
@@ -387,15 +392,19 @@ pub async fn last_hour_by_status(pool: &SqlitePool) -> Result<Vec<(String, i64)>
 /// last `minutes`, per bucket (`bucket_minutes` wide, 0 = oldest) that had runs: `(bucket,
 /// runs, p50_ms, p95_ms)`. Computed in SQL: no row leaves the database.
 pub async fn recent_latency(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     minutes: u32,
     bucket_minutes: u32,
 ) -> Result<Vec<(i64, i64, i64, i64)>, sqlx::Error> {
-    sqlx::query_as(
+    // Each run's bucket is its age in whole buckets, counted from the window's start; the
+    // age comes from its time text, read the same way on every database.
+    let since = u64::from(minutes) * 60;
+    let last = i64::from(minutes / bucket_minutes.max(1)) - 1;
+    sqlx::query_as(&format!(
         "with runs as ( \
-           select min((cast(strftime('%s', created_at) as integer) - cast(strftime('%s', 'now', ?1) as integer)) / ?2, ?3) as bucket, \
+           select case when ({age} - $1) / $2 > $3 then $3 else ({age} - $1) / $2 end as bucket, \
                   duration_ms from execution \
-           where created_at >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1) and status != 'error' \
+           where created_at >= $4 and status != 'error' \
          ), ranked as ( \
            select bucket, duration_ms, \
                   row_number() over (partition by bucket order by duration_ms) as r, \
@@ -403,25 +412,27 @@ pub async fn recent_latency(
            from runs \
          ) \
          select bucket, max(n), \
-                max(case when r = max(1, (50 * n + 99) / 100) then duration_ms end), \
-                max(case when r = max(1, (95 * n + 99) / 100) then duration_ms end) \
+                max(case when r = (50 * n + 99) / 100 then duration_ms end), \
+                max(case when r = (95 * n + 99) / 100 then duration_ms end) \
          from ranked group by bucket order by bucket",
-    )
-    .bind(format!("-{minutes} minutes"))
+        age = super::Backend::of(pool).epoch_seconds("created_at"),
+    ))
+    .bind(super::clock::unix_now() - since as i64)
     .bind(i64::from(bucket_minutes) * 60)
     // A run in this very second ends the window: it belongs to the last bucket.
-    .bind(i64::from(minutes / bucket_minutes.max(1)) - 1)
+    .bind(last)
+    .bind(super::clock::before(Duration::from_secs(since)))
     .fetch_all(pool)
     .await
 }
 
 /// The latest runs that did not succeed.
 pub async fn recent_failures(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     limit: u32,
 ) -> Result<Vec<ExecutionSummary>, sqlx::Error> {
     sqlx::query_as(&format!(
-        "select {SUMMARY} from execution where status != 'success' order by id desc limit ?"
+        "select {SUMMARY} from execution where status != 'success' order by id desc limit $1"
     ))
     .bind(i64::from(limit))
     .fetch_all(pool)
@@ -444,7 +455,7 @@ mod tests {
         assert!(parse_time("2026-12-01T10").is_err());
     }
 
-    async fn database() -> (tempfile::TempDir, SqlitePool) {
+    async fn database() -> (tempfile::TempDir, AnyPool) {
         let dir = tempfile::tempdir().unwrap();
         let pool = crate::server::db::connect(&format!(
             "sqlite://{}",
@@ -456,7 +467,7 @@ mod tests {
         (dir, pool)
     }
 
-    async fn insert(pool: &SqlitePool, provider: &str, status: &str, duration_ms: u64) {
+    async fn insert(pool: &AnyPool, provider: &str, status: &str, duration_ms: u64) {
         let caller = Caller::admin("admin", Source::Trial);
         let row = NewExecution {
             caller: &caller,

@@ -4,48 +4,151 @@ pub mod admin_session;
 pub mod admin_user;
 pub mod api_key;
 pub mod artifact;
+pub mod clock;
 pub mod environment;
 pub mod execution;
 pub mod setting_version;
 pub mod settings_audit;
 pub mod system_setting;
 
-use std::{path::PathBuf, str::FromStr, time::Duration};
+use std::{borrow::Cow, path::PathBuf, str::FromStr, time::Duration};
 
 use sqlx::{
-    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
-    SqlitePool,
+    any::{AnyConnectOptions, AnyPoolOptions},
+    sqlite::SqliteConnectOptions,
+    Any, AnyConnection, AnyPool, Connection, Executor, Transaction,
 };
 
-/// Name of the tower-sessions table (created by `migrations/0003_session.sql`).
+/// Name of the tower-sessions table (created by the `0003_session` migrations).
 pub const SESSION_TABLE: &str = "session";
 
-/// Opens (creating if needed, mode 0600) the SQLite database with WAL and foreign keys on.
-/// The file is created here, once, not by each new pooled connection: a database file that
-/// disappears later must make the console unready (`/readyz`), not be replaced by an empty one
-/// behind everyone's back.
-pub async fn connect(url: &str) -> Result<SqlitePool, sqlx::Error> {
+/// Which database a pool talks to: the few places where SQLite and PostgreSQL need different
+/// words ask this; every other query is written once, in the words both take (`$1`
+/// placeholders, times bound from [`clock`], 0/1 integers for yes/no).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    /// The backend a database URL names; `None` for a scheme the console does not speak.
+    pub fn of_url(url: &str) -> Option<Self> {
+        let scheme = url.split_once(':').map_or("", |(scheme, _)| scheme);
+        match scheme {
+            "sqlite" => Some(Backend::Sqlite),
+            "postgres" | "postgresql" => Some(Backend::Postgres),
+            _ => None,
+        }
+    }
+
+    /// The backend behind `pool`.
+    pub fn of(pool: &AnyPool) -> Self {
+        match pool.connect_options().database_url.scheme() {
+            "postgres" | "postgresql" => Backend::Postgres,
+            _ => Backend::Sqlite,
+        }
+    }
+
+    /// How the overview names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "SQLite",
+            Backend::Postgres => "PostgreSQL",
+        }
+    }
+
+    /// Whole seconds since the Unix epoch of a time stored as text (`created_at`).
+    pub fn epoch_seconds(self, column: &str) -> String {
+        match self {
+            Backend::Sqlite => format!("cast(strftime('%s', {column}) as integer)"),
+            Backend::Postgres => {
+                format!("cast(floor(extract(epoch from cast({column} as timestamptz))) as bigint)")
+            }
+        }
+    }
+}
+
+/// A database URL with its password (and any other secret in it) left out, for logs and
+/// error messages.
+pub fn redacted_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("redacted"));
+            parsed.to_string()
+        }
+        Ok(parsed) => parsed.to_string(),
+        Err(_) => url.split('@').next_back().unwrap_or_default().to_owned(),
+    }
+}
+
+/// Opens the database `url` names (`sqlite://…` or `postgres://…`) with a pool of 8.
+pub async fn connect(url: &str) -> Result<AnyPool, sqlx::Error> {
     connect_with(url, 8).await
 }
 
 /// [`connect`] with a pool of `max_connections`.
-pub async fn connect_with(url: &str, max_connections: u32) -> Result<SqlitePool, sqlx::Error> {
-    let file = sqlite_file(url);
-    if let Some(file) = &file {
-        private_file(file)?;
-    }
-    let options = SqliteConnectOptions::from_str(url)?
-        .create_if_missing(file.is_none())
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal)
-        .foreign_keys(true)
-        .busy_timeout(Duration::from_secs(5));
-    SqlitePoolOptions::new()
+///
+/// SQLite: the file is created here (mode 0600), once, not by each new pooled connection: a
+/// database file that disappears later must make the console unready (`/readyz`), not be
+/// replaced by an empty one behind everyone's back. Connections use WAL, foreign keys and a
+/// 5 s busy timeout. PostgreSQL: each statement may take at most 30 s.
+pub async fn connect_with(url: &str, max_connections: u32) -> Result<AnyPool, sqlx::Error> {
+    sqlx::any::install_default_drivers();
+    let backend = Backend::of_url(url).ok_or_else(|| {
+        sqlx::Error::Configuration(
+            format!(
+                "the database URL must start with sqlite:// or postgres://, not {}",
+                redacted_url(url)
+            )
+            .into(),
+        )
+    })?;
+    let options = match backend {
+        Backend::Sqlite => {
+            let file = sqlite_file(url);
+            if let Some(file) = &file {
+                private_file(file)?;
+            }
+            // Checked here, so a bad URL is refused with SQLite's own message.
+            SqliteConnectOptions::from_str(url)?;
+            AnyConnectOptions::from_str(url)?
+        }
+        Backend::Postgres => AnyConnectOptions::from_str(url)?,
+    };
+    AnyPoolOptions::new()
         .max_connections(max_connections.max(1))
         .acquire_timeout(Duration::from_secs(5))
+        .after_connect(move |conn, _| Box::pin(prepare(conn, backend, false)))
         .after_release(|conn, _| Box::pin(still_in_step(conn)))
         .connect_with(options)
         .await
+}
+
+/// What every new connection is told first.
+async fn prepare(
+    conn: &mut AnyConnection,
+    backend: Backend,
+    read_only: bool,
+) -> Result<(), sqlx::Error> {
+    let setup = match (backend, read_only) {
+        (Backend::Sqlite, false) => {
+            "pragma journal_mode = wal; pragma synchronous = normal; \
+             pragma foreign_keys = on; pragma busy_timeout = 5000"
+        }
+        (Backend::Sqlite, true) => "pragma busy_timeout = 5000",
+        (Backend::Postgres, false) => "set statement_timeout = '30s'",
+        (Backend::Postgres, true) => {
+            "set statement_timeout = '30s'; set default_transaction_read_only = on"
+        }
+    };
+    conn.execute(setup).await?;
+    Ok(())
+}
+
+fn with_param(url: &str, key: &str, value: &str) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}{key}={value}")
 }
 
 /// Whether a connection given back to the pool may be handed out again. sqlx counts the
@@ -54,8 +157,7 @@ pub async fn connect_with(url: &str, max_connections: u32) -> Result<SqlitePool,
 /// zero. Its next `begin` would open a savepoint instead, and a later refused commit leaves
 /// that savepoint open, so every "commit" after it answers Ok, commits nothing and keeps the
 /// write lock. Such a connection is closed (which rolls back whatever it holds).
-async fn still_in_step(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
-    use sqlx::Connection;
+async fn still_in_step(conn: &mut AnyConnection) -> Result<bool, sqlx::Error> {
     // The rollback of a dropped transaction is queued; a round trip lets it run first.
     conn.ping().await?;
     let in_step = !conn.is_in_transaction();
@@ -65,27 +167,92 @@ async fn still_in_step(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::
     Ok(in_step)
 }
 
-/// Opens an existing database for reading only, for commands that change nothing: `None`
-/// when its file does not exist (nothing is created, not even the data directory).
-pub async fn connect_read_only(url: &str) -> Result<Option<SqlitePool>, sqlx::Error> {
-    if sqlite_file(url).is_some_and(|file| !file.exists()) {
-        return Ok(None);
+/// A transaction for a read followed by a write that must not interleave with another
+/// such (a version check then a save). SQLite: `BEGIN IMMEDIATE`, which takes the write lock
+/// at once (a read transaction that must become a write one later fails with "database is
+/// locked" instead of waiting). PostgreSQL: a transaction holding one advisory lock for
+/// its duration, so such writers queue one behind the other as on SQLite.
+pub async fn begin_write(pool: &AnyPool) -> Result<Transaction<'static, Any>, sqlx::Error> {
+    match Backend::of(pool) {
+        Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
+        Backend::Postgres => {
+            let mut tx = pool.begin().await?;
+            sqlx::query("select pg_advisory_xact_lock($1)")
+                .bind(lock::WRITE)
+                .execute(&mut *tx)
+                .await?;
+            Ok(tx)
+        }
     }
-    let options = SqliteConnectOptions::from_str(url)?
-        .read_only(true)
-        .create_if_missing(false)
-        .busy_timeout(Duration::from_secs(5));
-    let pool = SqlitePoolOptions::new()
+}
+
+/// A yes/no column, kept as 0/1 on both databases (SQLite has no boolean type, and through
+/// sqlx's Any driver its integers stay integers): a `bool` field reads it with
+/// `#[sqlx(try_from = "Flag")]`, and a bind writes `i64::from(value)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flag(pub bool);
+
+impl sqlx::Type<Any> for Flag {
+    fn type_info() -> sqlx::any::AnyTypeInfo {
+        <i64 as sqlx::Type<Any>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::any::AnyTypeInfo) -> bool {
+        <i64 as sqlx::Type<Any>>::compatible(ty)
+    }
+}
+
+impl<'r> sqlx::Decode<'r, Any> for Flag {
+    fn decode(value: sqlx::any::AnyValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
+        <i64 as sqlx::Decode<Any>>::decode(value).map(|n| Flag(n != 0))
+    }
+}
+
+impl From<Flag> for bool {
+    fn from(flag: Flag) -> bool {
+        flag.0
+    }
+}
+
+/// Keys of the PostgreSQL advisory locks the console takes (one number space per database).
+pub mod lock {
+    /// Serialises read-then-write transactions ([`super::begin_write`]).
+    pub const WRITE: i64 = 0x5343_0001;
+}
+
+/// Opens an existing database for reading only, for commands that change nothing: `None`
+/// when its SQLite file does not exist (nothing is created, not even the data directory).
+pub async fn connect_read_only(url: &str) -> Result<Option<AnyPool>, sqlx::Error> {
+    sqlx::any::install_default_drivers();
+    let backend = Backend::of_url(url).ok_or_else(|| {
+        sqlx::Error::Configuration(format!("not a database URL: {}", redacted_url(url)).into())
+    })?;
+    let url: Cow<str> = match backend {
+        Backend::Sqlite => {
+            if sqlite_file(url).is_some_and(|file| !file.exists()) {
+                return Ok(None);
+            }
+            Cow::Owned(with_param(url, "mode", "ro"))
+        }
+        Backend::Postgres => Cow::Borrowed(url),
+    };
+    let pool = AnyPoolOptions::new()
         .max_connections(1)
         .acquire_timeout(Duration::from_secs(5))
-        .connect_with(options)
+        .after_connect(move |conn, _| Box::pin(prepare(conn, backend, true)))
+        .connect_with(AnyConnectOptions::from_str(&url)?)
         .await?;
     Ok(Some(pool))
 }
 
-/// Applies the migrations in `migrations/` (embedded at compile time).
-pub async fn migrate(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {
-    sqlx::migrate!("./migrations").run(pool).await
+/// Applies the migrations for the pool's database (`migrations/sqlite` or
+/// `migrations/postgres`, embedded at compile time). On PostgreSQL sqlx holds an advisory lock
+/// while it migrates, so replicas that start together migrate once.
+pub async fn migrate(pool: &AnyPool) -> Result<(), sqlx::migrate::MigrateError> {
+    match Backend::of(pool) {
+        Backend::Sqlite => sqlx::migrate!("./migrations/sqlite").run(pool).await,
+        Backend::Postgres => sqlx::migrate!("./migrations/postgres").run(pool).await,
+    }
 }
 
 /// Creates the data directory with mode 0700 (it holds the database and the secret key). An
@@ -152,7 +319,7 @@ pub fn sqlite_file(url: &str) -> Option<PathBuf> {
 /// Is the database usable right now? Checks that a SQLite file still exists (a deleted file
 /// keeps working through open connections while every write is lost), that a query runs and
 /// that a write commits.
-pub async fn ping(pool: &SqlitePool, file: Option<&std::path::Path>) -> Result<(), String> {
+pub async fn ping(pool: &AnyPool, file: Option<&std::path::Path>) -> Result<(), String> {
     if let Some(file) = file {
         if !file.exists() {
             return Err(format!("database file {} is missing", file.display()));
@@ -169,9 +336,10 @@ pub async fn ping(pool: &SqlitePool, file: Option<&std::path::Path>) -> Result<(
     let write = async {
         let mut tx = pool.begin().await?;
         sqlx::query(
-            "insert into readiness (id, checked_at) values (1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) \
+            "insert into readiness (id, checked_at) values (1, $1) \
              on conflict (id) do update set checked_at = excluded.checked_at, updated_at = excluded.checked_at",
         )
+        .bind(clock::now())
         .execute(&mut *tx)
         .await?;
         tx.commit().await
@@ -183,16 +351,38 @@ pub async fn ping(pool: &SqlitePool, file: Option<&std::path::Path>) -> Result<(
     }
 }
 
+/// The session store keeps `expiry_date` as Unix seconds on SQLite and as a `timestamptz` on
+/// PostgreSQL: the expression for "the moment `$1` seconds after the epoch".
+fn session_time(pool: &AnyPool) -> &'static str {
+    match Backend::of(pool) {
+        Backend::Sqlite => "$1",
+        Backend::Postgres => "to_timestamp($1)",
+    }
+}
+
 /// Sessions that have not expired yet.
-pub async fn active_session_count(pool: &SqlitePool) -> Result<i64, sqlx::Error> {
-    let sql = format!("select count(*) from {SESSION_TABLE} where expiry_date > unixepoch()");
-    sqlx::query_scalar(&sql).fetch_one(pool).await
+pub async fn active_session_count(pool: &AnyPool) -> Result<i64, sqlx::Error> {
+    let sql = format!(
+        "select count(*) from {SESSION_TABLE} where expiry_date > {}",
+        session_time(pool)
+    );
+    sqlx::query_scalar(&sql)
+        .bind(clock::unix_now())
+        .fetch_one(pool)
+        .await
 }
 
 /// Removes expired sessions; run periodically by the server.
-pub async fn delete_expired_sessions(pool: &SqlitePool) -> Result<u64, sqlx::Error> {
-    let sql = format!("delete from {SESSION_TABLE} where expiry_date <= unixepoch()");
-    Ok(sqlx::query(&sql).execute(pool).await?.rows_affected())
+pub async fn delete_expired_sessions(pool: &AnyPool) -> Result<u64, sqlx::Error> {
+    let sql = format!(
+        "delete from {SESSION_TABLE} where expiry_date <= {}",
+        session_time(pool)
+    );
+    Ok(sqlx::query(&sql)
+        .bind(clock::unix_now())
+        .execute(pool)
+        .await?
+        .rows_affected())
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! sealed, for the settings page's History tab and Restore.
 
 use serde_json::Value;
-use sqlx::{SqliteConnection, SqliteExecutor};
+use sqlx::{AnyConnection, AnyExecutor};
 
 /// One saved version.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,10 +65,10 @@ pub struct NewVersion<'a> {
 }
 
 /// Adds a version inside the caller's transaction; returns its id.
-pub async fn insert(tx: &mut SqliteConnection, new: NewVersion<'_>) -> Result<i64, sqlx::Error> {
+pub async fn insert(tx: &mut AnyConnection, new: NewVersion<'_>) -> Result<i64, sqlx::Error> {
     let (id,): (i64,) = sqlx::query_as(
         "insert into setting_version (setting, provider, version, value, action, restored_from, saved_by) \
-         values (?, ?, ?, ?, ?, ?, ?) returning id",
+         values ($1, $2, $3, $4, $5, $6, $7) returning id",
     )
     .bind(new.setting)
     .bind(new.provider)
@@ -84,12 +84,12 @@ pub async fn insert(tx: &mut SqliteConnection, new: NewVersion<'_>) -> Result<i6
 
 /// The newest `limit` versions of `setting`, newest first.
 pub async fn list(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     setting: &str,
     limit: i64,
 ) -> Result<Vec<StoredVersion>, sqlx::Error> {
     let rows: Vec<Row> = sqlx::query_as(&format!(
-        "select {COLUMNS} from setting_version where setting = ? order by id desc limit ?"
+        "select {COLUMNS} from setting_version where setting = $1 order by id desc limit $2"
     ))
     .bind(setting)
     .bind(limit)
@@ -99,12 +99,9 @@ pub async fn list(
 }
 
 /// One version by id.
-pub async fn get(
-    db: impl SqliteExecutor<'_>,
-    id: i64,
-) -> Result<Option<StoredVersion>, sqlx::Error> {
+pub async fn get(db: impl AnyExecutor<'_>, id: i64) -> Result<Option<StoredVersion>, sqlx::Error> {
     let row: Option<Row> = sqlx::query_as(&format!(
-        "select {COLUMNS} from setting_version where id = ?"
+        "select {COLUMNS} from setting_version where id = $1"
     ))
     .bind(id)
     .fetch_optional(db)

@@ -2,7 +2,7 @@
 //! never with setting or secret values.
 
 use serde_json::{Map, Value};
-use sqlx::{SqliteExecutor, SqlitePool};
+use sqlx::{AnyExecutor, AnyPool};
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct AuditEntry {
@@ -19,7 +19,7 @@ pub struct AuditEntry {
 }
 
 pub async fn record(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     actor: &str,
     setting: &str,
     provider: Option<&str>,
@@ -40,7 +40,7 @@ pub async fn record(
 
 /// An event that changes no key: `detail` says what happened (never a setting's value).
 pub async fn record_event(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     actor: &str,
     setting: &str,
     provider: Option<&str>,
@@ -51,7 +51,7 @@ pub async fn record_event(
 }
 
 async fn insert(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     actor: &str,
     setting: &str,
     provider: Option<&str>,
@@ -63,7 +63,7 @@ async fn insert(
     let detail = serde_json::to_string(detail).unwrap_or_else(|_| "{}".into());
     sqlx::query(
         "insert into settings_audit (actor, setting, provider, action, changed_keys, detail) \
-         values (?, ?, ?, ?, ?, ?)",
+         values ($1, $2, $3, $4, $5, $6)",
     )
     .bind(actor)
     .bind(setting)
@@ -77,10 +77,10 @@ async fn insert(
 }
 
 /// The newest entries first.
-pub async fn recent(pool: &SqlitePool, limit: i64) -> Result<Vec<AuditEntry>, sqlx::Error> {
+pub async fn recent(pool: &AnyPool, limit: i64) -> Result<Vec<AuditEntry>, sqlx::Error> {
     sqlx::query_as(
         "select actor, setting, provider, action, changed_keys, detail, created_at \
-         from settings_audit order by id desc limit ?",
+         from settings_audit order by id desc limit $1",
     )
     .bind(limit)
     .fetch_all(pool)
@@ -92,10 +92,10 @@ pub const SIGN_IN: &str = "auth.sign_in";
 
 /// Keeps only the newest `keep` sign-in events: anyone can cause a failed sign-in, so they
 /// must not grow the database without end (settings changes and tests are never trimmed).
-pub async fn trim_sign_ins(pool: &SqlitePool, keep: i64) -> Result<u64, sqlx::Error> {
+pub async fn trim_sign_ins(pool: &AnyPool, keep: i64) -> Result<u64, sqlx::Error> {
     Ok(sqlx::query(
-        "delete from settings_audit where setting = ?1 and id < \
-         coalesce((select id from settings_audit where setting = ?1 order by id desc limit 1 offset ?2), 0)",
+        "delete from settings_audit where setting = $1 and id < \
+         coalesce((select id from settings_audit where setting = $1 order by id desc limit 1 offset $2), 0)",
     )
     .bind(SIGN_IN)
     .bind(keep - 1)
@@ -104,32 +104,54 @@ pub async fn trim_sign_ins(pool: &SqlitePool, keep: i64) -> Result<u64, sqlx::Er
     .rows_affected())
 }
 
-/// `action in (?, ?, …) and instr(lower(actor), lower(?)) > 0` for `actions` and an actor
-/// filter (a part of the name; blank matches everyone), to bind them after.
-fn action_filter(actions: &[&str]) -> String {
-    format!(
-        "action in ({}) and (? = '' or instr(lower(actor), lower(?)) > 0)",
-        vec!["?"; actions.len().max(1)].join(", ")
+/// `action in ($1, $2, …) and (actor contains the filter)` for `actions` and an actor filter
+/// (a part of the name; blank matches everyone): bind the actions, then [`actor_pattern`].
+/// The number of placeholders it used is returned with it.
+fn action_filter(actions: &[&str]) -> (String, usize) {
+    let list = if actions.is_empty() {
+        "null".to_owned()
+    } else {
+        (1..=actions.len())
+            .map(|n| format!("${n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let n = actions.len() + 1;
+    (
+        format!("action in ({list}) and lower(actor) like lower(${n}) escape '\\'"),
+        n,
     )
 }
 
+/// A `like` pattern matching names that contain `actor` (its own `%`, `_` and `\` taken
+/// literally); blank matches every name.
+fn actor_pattern(actor: &str) -> String {
+    let mut pattern = String::from("%");
+    for c in actor.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
 /// Entries whose action is one of `actions` and whose actor contains `actor`.
-pub async fn count(pool: &SqlitePool, actions: &[&str], actor: &str) -> Result<i64, sqlx::Error> {
-    let sql = format!(
-        "select count(*) from settings_audit where {}",
-        action_filter(actions)
-    );
+pub async fn count(pool: &AnyPool, actions: &[&str], actor: &str) -> Result<i64, sqlx::Error> {
+    let (filter, _) = action_filter(actions);
+    let sql = format!("select count(*) from settings_audit where {filter}");
     let mut query = sqlx::query_scalar(&sql);
     for action in actions {
         query = query.bind(*action);
     }
-    query.bind(actor).bind(actor).fetch_one(pool).await
+    query.bind(actor_pattern(actor)).fetch_one(pool).await
 }
 
 /// Page `page` (1-based) of `size` entries whose action is one of `actions` and whose actor
 /// contains `actor`, newest first.
 pub async fn page(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actions: &[&str],
     actor: &str,
     page: u32,
@@ -146,18 +168,19 @@ pub async fn page(
         detail: String,
         created_at: String,
     }
+    let (filter, used) = action_filter(actions);
     let sql = format!(
         "select id, actor, setting, provider, action, changed_keys, detail, created_at \
-         from settings_audit where {} order by id desc limit ? offset ?",
-        action_filter(actions)
+         from settings_audit where {filter} order by id desc limit ${} offset ${}",
+        used + 1,
+        used + 2
     );
     let mut query = sqlx::query_as(&sql);
     for action in actions {
         query = query.bind(*action);
     }
     let rows: Vec<Row> = query
-        .bind(actor)
-        .bind(actor)
+        .bind(actor_pattern(actor))
         .bind(i64::from(size))
         .bind(i64::from(page.saturating_sub(1)) * i64::from(size))
         .fetch_all(pool)

@@ -2,7 +2,7 @@
 //! `sandbox.<provider>`) with who changed them last and a version for optimistic locking.
 
 use serde_json::Value;
-use sqlx::{SqliteConnection, SqliteExecutor, SqlitePool};
+use sqlx::{AnyConnection, AnyExecutor, AnyPool};
 
 /// What a write expects to find stored (optimistic locking).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,9 +67,9 @@ impl TryFrom<Row> for Setting {
 
 const COLUMNS: &str = "name, value, version, updated_at, updated_by";
 
-pub async fn get(db: impl SqliteExecutor<'_>, name: &str) -> Result<Option<Setting>, SettingError> {
+pub async fn get(db: impl AnyExecutor<'_>, name: &str) -> Result<Option<Setting>, SettingError> {
     let row: Option<Row> = sqlx::query_as(&format!(
-        "select {COLUMNS} from system_setting where name = ?"
+        "select {COLUMNS} from system_setting where name = $1"
     ))
     .bind(name)
     .fetch_optional(db)
@@ -78,9 +78,9 @@ pub async fn get(db: impl SqliteExecutor<'_>, name: &str) -> Result<Option<Setti
 }
 
 /// All settings whose name starts with `prefix`, ordered by name.
-pub async fn list(pool: &SqlitePool, prefix: &str) -> Result<Vec<Setting>, SettingError> {
+pub async fn list(pool: &AnyPool, prefix: &str) -> Result<Vec<Setting>, SettingError> {
     let rows: Vec<Row> = sqlx::query_as(&format!(
-        "select {COLUMNS} from system_setting where substr(name, 1, length(?1)) = ?1 order by name"
+        "select {COLUMNS} from system_setting where substr(name, 1, length($1)) = $1 order by name"
     ))
     .bind(prefix)
     .fetch_all(pool)
@@ -90,7 +90,7 @@ pub async fn list(pool: &SqlitePool, prefix: &str) -> Result<Vec<Setting>, Setti
 
 /// Writes a setting in a transaction of its own; see [`put_in`].
 pub async fn put(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     name: &str,
     value: &Value,
     updated_by: &str,
@@ -108,7 +108,7 @@ pub async fn put(
 /// `expected` says (else [`SettingError::Conflict`], nothing written). Returns the stored
 /// setting with its new version.
 pub async fn put_in(
-    tx: &mut SqliteConnection,
+    tx: &mut AnyConnection,
     name: &str,
     value: &Value,
     updated_by: &str,
@@ -117,18 +117,19 @@ pub async fn put_in(
     let text = value.to_string();
     let row: Option<Row> = match expected {
         Expected::Any => sqlx::query_as(&format!(
-            "insert into system_setting (name, value, updated_by) values (?1, ?2, ?3) \
+            "insert into system_setting (name, value, updated_by) values ($1, $2, $3) \
              on conflict (name) do update set value = excluded.value, updated_by = excluded.updated_by, \
-             version = version + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
+             version = system_setting.version + 1, updated_at = $4 \
              returning {COLUMNS}"
         ))
         .bind(name)
         .bind(&text)
         .bind(updated_by)
+        .bind(super::clock::now())
         .fetch_optional(&mut *tx)
         .await?,
         Expected::Absent => sqlx::query_as(&format!(
-            "insert into system_setting (name, value, updated_by) values (?1, ?2, ?3) \
+            "insert into system_setting (name, value, updated_by) values ($1, $2, $3) \
              on conflict (name) do nothing returning {COLUMNS}"
         ))
         .bind(name)
@@ -137,14 +138,15 @@ pub async fn put_in(
         .fetch_optional(&mut *tx)
         .await?,
         Expected::Version(version) => sqlx::query_as(&format!(
-            "update system_setting set value = ?2, updated_by = ?3, version = version + 1, \
-             updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') where name = ?1 and version = ?4 \
+            "update system_setting set value = $2, updated_by = $3, version = version + 1, \
+             updated_at = $5 where name = $1 and version = $4 \
              returning {COLUMNS}"
         ))
         .bind(name)
         .bind(&text)
         .bind(updated_by)
         .bind(version)
+        .bind(super::clock::now())
         .fetch_optional(&mut *tx)
         .await?,
     };

@@ -3,7 +3,7 @@
 
 use std::{collections::HashMap, path::PathBuf, sync::RwLock};
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::{
     model::environment::NONE,
@@ -47,9 +47,9 @@ impl StoreCatalog {
     }
 
     /// Reads every environment and its ready build again.
-    pub async fn reload(&self, pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    pub async fn reload(&self, pool: &AnyPool) -> Result<(), sqlx::Error> {
         let generation = db::generation(pool).await?;
-        let rows: Vec<(String, bool, Option<String>)> = sqlx::query_as(
+        let rows: Vec<(String, i64, Option<String>)> = sqlx::query_as(
             "select e.name, e.is_default, b.spec_hash from environment e \
              left join environment_build b on b.id = e.ready_build",
         )
@@ -60,7 +60,7 @@ impl StoreCatalog {
             ..Snapshot::default()
         };
         for (name, is_default, hash) in rows {
-            if is_default {
+            if is_default != 0 {
                 next.default = Some(name.clone());
             }
             next.environments.insert(name, hash);

@@ -16,7 +16,7 @@ use std::{
 
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use self::{
     build::{Log, Spec, Tools},
@@ -69,7 +69,7 @@ impl From<sqlx::Error> for ChangeError {
 }
 
 pub struct EnvironmentService {
-    pool: SqlitePool,
+    pool: AnyPool,
     catalog: Arc<StoreCatalog>,
     tools: Tools,
     /// Builds under way in this process, by content address: a second request for the same
@@ -99,7 +99,7 @@ const LOG_EVERY: Duration = Duration::from_millis(700);
 impl EnvironmentService {
     /// Loads the catalog; builds a stopped console left `building` are marked failed.
     pub async fn start(
-        pool: SqlitePool,
+        pool: AnyPool,
         store: PathBuf,
         collect_garbage: bool,
         tools: Tools,
@@ -136,7 +136,7 @@ impl EnvironmentService {
     /// The service as `config` sets it up, for the kinds in `registry` with an Environment
     /// field; seeds the default environment on a first start.
     pub async fn for_config(
-        pool: SqlitePool,
+        pool: AnyPool,
         config: &crate::server::config::Config,
         registry: &crate::sandbox::registry::Registry,
     ) -> Result<Self, EnvError> {
@@ -277,7 +277,7 @@ impl EnvironmentService {
         let mut uses = Vec::new();
         for kind in &self.mounting_kinds {
             let stored: Option<String> =
-                sqlx::query_scalar("select value from system_setting where name = ?")
+                sqlx::query_scalar("select value from system_setting where name = $1")
                     .bind(format!("sandbox.{kind}"))
                     .fetch_optional(&self.pool)
                     .await?;
@@ -628,7 +628,7 @@ pub struct Collector {
 impl Collector {
     /// Deletes the folders in `store` that no environment uses, no build is writing, and
     /// that have been unused for the grace period.
-    async fn collect(&self, pool: &SqlitePool, store: &Path) -> usize {
+    async fn collect(&self, pool: &AnyPool, store: &Path) -> usize {
         let keep = match db::hashes_in_use(pool).await {
             Ok(keep) => keep,
             Err(error) => {
@@ -676,7 +676,7 @@ fn spec_of(row: &EnvRow) -> Spec {
 }
 
 struct Job {
-    pool: SqlitePool,
+    pool: AnyPool,
     /// Deletes unused builds afterwards (a store this console owns only).
     collector: Option<Arc<Collector>>,
     store: PathBuf,

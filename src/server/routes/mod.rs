@@ -28,7 +28,6 @@ use tower_http::{
     compression::CompressionLayer, set_header::SetResponseHeaderLayer, trace::TraceLayer,
 };
 use tower_sessions::SessionManagerLayer;
-use tower_sessions_sqlx_store::SqliteStore;
 
 use self::admission::PageAdmission;
 use crate::{
@@ -41,7 +40,7 @@ use crate::{
 pub fn router(
     state: AppState,
     api_max_body_bytes: usize,
-    sessions: SessionManagerLayer<SqliteStore>,
+    sessions: SessionManagerLayer<crate::server::auth::session::Store>,
     admission: PageAdmission,
 ) -> Router {
     let routed = routes(state, api_max_body_bytes)

@@ -19,7 +19,7 @@ mod verify;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 pub use active::HEALTH_DEADLINE;
 pub use stored::{Gate, DEFAULT_KIND, PROVIDER_TYPE};
@@ -37,7 +37,7 @@ use crate::{
 };
 
 pub struct SandboxService {
-    pool: SqlitePool,
+    pool: AnyPool,
     /// Counted when the server runs this service (the CLI has none).
     metrics: Option<Arc<Metrics>>,
     registry: Registry,
@@ -68,7 +68,7 @@ impl SandboxService {
     /// builds the active provider. A stored config that no longer builds leaves no provider
     /// active, and says why in the log; the console still starts so an admin can fix it.
     pub async fn start(
-        pool: SqlitePool,
+        pool: AnyPool,
         registry: Registry,
         secrets: SecretBox,
     ) -> Result<Self, SettingError> {
@@ -79,7 +79,7 @@ impl SandboxService {
     /// there (a new ready build, a new default) rebuilds the active provider. `console` is
     /// where the console listens: sandboxes on an allow-list never reach it.
     pub async fn start_with(
-        pool: SqlitePool,
+        pool: AnyPool,
         registry: Registry,
         secrets: SecretBox,
         environments: Option<Arc<StoreCatalog>>,

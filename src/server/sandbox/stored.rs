@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
-use sqlx::{SqliteExecutor, SqlitePool};
+use sqlx::{AnyExecutor, AnyPool};
 
 use super::{secrets::NotMerged, SandboxService};
 use crate::{
@@ -31,7 +31,7 @@ pub(super) fn setting_name(kind: &str) -> String {
 
 /// Stores `value` under `name` unless something is stored already (a first start); a
 /// provider's seeded settings are its first version.
-pub(super) async fn seed(pool: &SqlitePool, name: &str, value: &Value) -> Result<(), SettingError> {
+pub(super) async fn seed(pool: &AnyPool, name: &str, value: &Value) -> Result<(), SettingError> {
     let mut tx = pool.begin().await?;
     let saved = match system_setting::put_in(&mut tx, name, value, "system", Expected::Absent).await
     {
@@ -85,7 +85,7 @@ impl SandboxService {
     /// A provider's stored values, secrets still sealed (empty when never saved).
     pub(super) async fn stored_values(
         &self,
-        db: impl SqliteExecutor<'_>,
+        db: impl AnyExecutor<'_>,
         kind: &str,
     ) -> Result<Map<String, Value>, SettingError> {
         Ok(system_setting::get(db, &setting_name(kind))
@@ -392,9 +392,10 @@ impl SandboxService {
         apply: Apply,
         restored_from: Option<i64>,
     ) -> Result<Written, SettingError> {
-        // IMMEDIATE: it reads before it writes, and a read transaction that must become a
-        // write one fails at once (SQLITE_BUSY) when another writer (a history row) went first.
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        // A write transaction from the start: it reads before it writes, and on SQLite a read
+        // transaction that must become a write one fails at once (SQLITE_BUSY) when another
+        // writer (a history row) went first.
+        let mut tx = crate::server::db::begin_write(&self.pool).await?;
         let stored = self.stored_values(&mut *tx, kind).await?;
         let before = self.open_secrets(kind, stored.clone()).unwrap_or(stored);
         let sealed = Value::Object(self.seal_secrets(kind, normalized.clone()));
@@ -497,7 +498,7 @@ enum Written {
     Kept { id: i64 },
 }
 
-async fn active_kind_in(db: impl SqliteExecutor<'_>) -> Result<Option<String>, SettingError> {
+async fn active_kind_in(db: impl AnyExecutor<'_>) -> Result<Option<String>, SettingError> {
     Ok(system_setting::get(db, PROVIDER_TYPE)
         .await?
         .and_then(|s| s.value.as_str().map(str::to_owned)))

@@ -124,7 +124,7 @@ fn vault_registry() -> Registry {
     })
 }
 
-async fn vault_service(dir: &std::path::Path) -> (sqlx::SqlitePool, SandboxService) {
+async fn vault_service(dir: &std::path::Path) -> (sqlx::AnyPool, SandboxService) {
     let pool = db::connect(&format!("sqlite://{}", dir.join("test.db").display()))
         .await
         .unwrap();

@@ -50,7 +50,7 @@ pub async fn get_dashboard() -> Result<Dashboard, AppError> {
         last_hour: execution::last_hour_by_status(pool)
             .await
             .map_err(internal)?,
-        last_hour_from: execution::last_hour_start(pool).await.map_err(internal)?,
+        last_hour_from: execution::last_hour_start(),
         latency,
         recent_failures: execution::recent_failures(pool, 10)
             .await
