@@ -190,6 +190,19 @@ pub struct Config {
     /// Mark the session cookie `Secure` (set this when the console is served over TLS).
     #[arg(long, env = "SANDBOX_CONSOLE_SECURE_COOKIES", global = true)]
     pub secure_cookies: bool,
+    /// This console's name among replicas on one database (in logs, the background-job
+    /// table and `GET /api/v1/providers`); defaults to the host name and process id.
+    #[arg(long, env = "SANDBOX_CONSOLE_REPLICA_NAME", global = true)]
+    pub replica_name: Option<String>,
+    /// How often housekeeping runs (retention, expired sessions and artifacts, sign-in
+    /// events); with replicas, one of them runs each round.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_HOUSEKEEPING_SECS",
+        default_value_t = 600,
+        global = true
+    )]
+    pub housekeeping_secs: u64,
     /// Sign an administrator out after this many minutes without a request.
     #[arg(
         long,
@@ -392,6 +405,21 @@ impl Config {
         cli.config
     }
 
+    /// This console's name among replicas: `--replica-name`, else `<host name>-<pid>`.
+    pub fn replica(&self) -> String {
+        self.replica_name.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|name| name.trim().to_owned())
+                .unwrap_or_default();
+            let host = if host.is_empty() {
+                "console".to_owned()
+            } else {
+                host
+            };
+            format!("{host}-{}", std::process::id())
+        })
+    }
+
     /// The database URL in force: the explicit one, or the SQLite file in the data directory.
     pub fn database_url(&self) -> String {
         match &self.database_url {
@@ -454,6 +482,8 @@ impl std::fmt::Debug for Config {
             .field("npm_registry", &self.npm_registry)
             .field("build_default_environment", &self.build_default_environment)
             .field("environment_gc_grace_secs", &self.environment_gc_grace_secs)
+            .field("replica_name", &self.replica_name)
+            .field("housekeeping_secs", &self.housekeeping_secs)
             .finish()
     }
 }

@@ -1,8 +1,6 @@
 //! The execution history's settings (`history.settings` in `system_setting`) and retention:
 //! a background task deletes runs past the age or count the admin chose.
 
-use std::time::Duration;
-
 use sqlx::AnyPool;
 
 use crate::{
@@ -84,23 +82,19 @@ pub fn cut(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// Applies the retention now and then every `every`.
-pub async fn keep_trimmed(pool: AnyPool, every: Duration) {
-    let mut ticks = tokio::time::interval(every);
-    loop {
-        ticks.tick().await;
-        let outcome = async {
-            let s = settings(&pool).await?;
-            Ok::<_, SettingError>(
-                execution::enforce_retention(&pool, s.retention_days, s.max_rows).await?,
-            )
-        }
-        .await;
-        match outcome {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(n, "deleted runs past the history retention"),
-            Err(error) => tracing::warn!(%error, "could not apply the history retention"),
-        }
+/// Applies the history retention once (a background job).
+pub async fn apply_retention(pool: AnyPool) {
+    let outcome = async {
+        let s = settings(&pool).await?;
+        Ok::<_, SettingError>(
+            execution::enforce_retention(&pool, s.retention_days, s.max_rows).await?,
+        )
+    }
+    .await;
+    match outcome {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(n, "deleted runs past the history retention"),
+        Err(error) => tracing::warn!(%error, "could not apply the history retention"),
     }
 }
 

@@ -17,7 +17,11 @@ use crate::{
     sandbox::providers,
     server::{
         auth::{
-            account, api_key::ApiKeys, origin::OriginPolicy, password, rate_limit::LoginLimiter,
+            account,
+            api_key::ApiKeys,
+            origin::OriginPolicy,
+            password,
+            rate_limit::{LoginLimiter, SharedLoginLimiter, SignInLimits},
             session,
         },
         config::Config,
@@ -171,12 +175,20 @@ impl Application {
                 .flatten(),
             pool: pool.clone(),
             leptos_options,
-            login_limiter: Arc::new(LoginLimiter::new(
-                config.login_max_failures,
-                config.login_max_failures_per_address,
-                config.login_max_failures_per_account,
-                Duration::from_secs(config.login_window_secs),
-            )),
+            login_limiter: Arc::new({
+                let rule = LoginLimiter::new(
+                    config.login_max_failures,
+                    config.login_max_failures_per_address,
+                    config.login_max_failures_per_account,
+                    Duration::from_secs(config.login_window_secs),
+                );
+                match db::Backend::of(&pool) {
+                    db::Backend::Sqlite => SignInLimits::Memory(rule),
+                    db::Backend::Postgres => {
+                        SignInLimits::Shared(SharedLoginLimiter::new(rule, pool.clone()))
+                    }
+                }
+            }),
             api_keys: Arc::new(ApiKeys::new(pool.clone(), config.api_rate_limit)),
             metrics,
             sandbox,
@@ -185,6 +197,7 @@ impl Application {
             secrets,
             started: (Instant::now(), SystemTime::now()),
             session_idle_minutes: config.session_idle_minutes,
+            replica: config.replica().into(),
         };
 
         let store = session::Store::open(&url, 4).await.with_context(|| {
@@ -205,10 +218,12 @@ impl Application {
             sessions,
             admission,
         );
+        let every = Duration::from_secs(config.housekeeping_secs.max(1));
+        let replica: Arc<str> = state.replica.clone();
         let housekeeping = tokio::spawn(async move {
             tokio::join!(
-                sweep_expired(pool.clone()),
-                history::keep_trimmed(pool, Duration::from_secs(600)),
+                each_round(pool.clone(), "sweep", every, replica.clone(), sweep_expired),
+                each_round(pool, "retention", every, replica, history::apply_retention),
             );
         });
         Ok(Self {
@@ -360,27 +375,61 @@ fn announce_first_admin(first: &account::FirstAdmin, config: &Config) {
 /// Sign-in events the audit keeps (the newest).
 const KEEP_SIGN_INS: i64 = 100_000;
 
-/// Deletes expired sessions and expired trial artifacts, and trims the sign-in events, every
-/// ten minutes.
-async fn sweep_expired(pool: sqlx::AnyPool) {
-    let mut every = tokio::time::interval(Duration::from_secs(600));
+/// Runs `job` now and then every `every`, in each round on whichever replica claims the round
+/// in `background_job` first: N replicas on one database run it once a round, not N times.
+async fn each_round<Job, Done>(
+    pool: sqlx::AnyPool,
+    name: &'static str,
+    every: Duration,
+    replica: Arc<str>,
+    job: Job,
+) where
+    Job: Fn(sqlx::AnyPool) -> Done,
+    Done: std::future::Future<Output = ()>,
+{
+    let mut ticks = tokio::time::interval(every);
+    // A replica whose clock ticks a little early must still find the next round free.
+    let round = every.mul_f64(0.9);
     loop {
-        every.tick().await;
-        match db::delete_expired_sessions(&pool).await {
-            Ok(0) => {}
-            Ok(n) => tracing::debug!(n, "deleted expired sessions"),
-            Err(error) => tracing::warn!(%error, "could not delete expired sessions"),
+        ticks.tick().await;
+        match db::background_job::claim(&pool, name, round, &replica).await {
+            Ok(true) => job(pool.clone()).await,
+            Ok(false) => tracing::debug!(job = name, "another replica ran this round"),
+            Err(error) => tracing::warn!(%error, job = name, "could not claim a background job"),
         }
-        match db::artifact::delete_expired(&pool).await {
-            Ok(0) => {}
-            Ok(n) => tracing::debug!(n, "deleted expired artifacts"),
-            Err(error) => tracing::warn!(%error, "could not delete expired artifacts"),
-        }
-        match db::settings_audit::trim_sign_ins(&pool, KEEP_SIGN_INS).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(n, "trimmed old sign-in events from the audit"),
-            Err(error) => tracing::warn!(%error, "could not trim the sign-in events"),
-        }
+    }
+}
+
+/// Deletes expired sessions, trial artifacts and API request counts, and trims the sign-in
+/// events (a background job).
+async fn sweep_expired(pool: sqlx::AnyPool) {
+    match db::delete_expired_sessions(&pool).await {
+        Ok(0) => {}
+        Ok(n) => tracing::debug!(n, "deleted expired sessions"),
+        Err(error) => tracing::warn!(%error, "could not delete expired sessions"),
+    }
+    match db::artifact::delete_expired(&pool).await {
+        Ok(0) => {}
+        Ok(n) => tracing::debug!(n, "deleted expired artifacts"),
+        Err(error) => tracing::warn!(%error, "could not delete expired artifacts"),
+    }
+    match db::settings_audit::trim_sign_ins(&pool, KEEP_SIGN_INS).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(n, "trimmed old sign-in events from the audit"),
+        Err(error) => tracing::warn!(%error, "could not trim the sign-in events"),
+    }
+    match db::environment::abandon_unfinished(&pool, false).await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            n,
+            "environment builds whose console stopped were marked interrupted"
+        ),
+        Err(error) => tracing::warn!(%error, "could not check for interrupted environment builds"),
+    }
+    match db::api_key::forget_old_requests(&pool).await {
+        Ok(0) => {}
+        Ok(n) => tracing::debug!(n, "forgot API requests older than a minute"),
+        Err(error) => tracing::warn!(%error, "could not forget old API requests"),
     }
 }
 

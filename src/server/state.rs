@@ -14,7 +14,7 @@ use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 use crate::{
     model::overview::SystemOverview,
     server::{
-        auth::{api_key::ApiKeys, origin::OriginPolicy, rate_limit::LoginLimiter},
+        auth::{api_key::ApiKeys, origin::OriginPolicy, rate_limit::SignInLimits},
         db,
         metrics::Metrics,
         sandbox::SandboxService,
@@ -26,7 +26,7 @@ use crate::{
 pub struct AppState {
     pub pool: AnyPool,
     pub leptos_options: LeptosOptions,
-    pub login_limiter: Arc<LoginLimiter>,
+    pub login_limiter: Arc<SignInLimits>,
     /// API keys, with their scopes and per-key rate limit.
     pub api_keys: Arc<ApiKeys>,
     pub sandbox: Arc<SandboxService>,
@@ -41,6 +41,8 @@ pub struct AppState {
     /// The SQLite file, watched by `/readyz`; `None` for in-memory databases and PostgreSQL.
     pub database_file: Option<PathBuf>,
     pub started: (Instant, SystemTime),
+    /// This console's name among replicas on one database.
+    pub replica: Arc<str>,
     /// Sessions idle this long are signed out (and no longer listed on the Account page).
     pub session_idle_minutes: u32,
 }

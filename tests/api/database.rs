@@ -126,11 +126,12 @@ async fn postgres_schema(pool: &AnyPool) -> Schema {
             .or_default()
             .insert(name, (class.to_owned(), nullable == "YES"));
     }
-    // Named indexes; the ones primary keys and unique constraints make end in _pkey/_key.
+    // Named indexes, not the ones primary keys and unique constraints make (they carry the
+    // constraint's name).
     let indexes = sqlx::query_scalar(
         "select indexname::text from pg_indexes where schemaname = current_schema() \
-         and indexname not like '%\\_pkey' and indexname not like '%\\_key' \
-         and tablename <> '_sqlx_migrations'",
+         and tablename <> '_sqlx_migrations' and indexname not in \
+         (select conname from pg_constraint where connamespace = current_schema()::regnamespace)",
     )
     .fetch_all(pool)
     .await

@@ -312,6 +312,27 @@ impl TestApp {
         created["key"].as_str().unwrap().to_owned()
     }
 
+    /// A client of the console at `address` (a process a test started) on `pool`.
+    pub fn remote(address: &str, pool: AnyPool) -> TestApp {
+        let jar = Arc::new(reqwest::cookie::Jar::default());
+        TestApp {
+            address: address.to_owned(),
+            metrics_address: None,
+            pool,
+            data_dir: tempfile::tempdir().unwrap(),
+            client: client_with(jar.clone()),
+            jar,
+        }
+    }
+
+    /// The same client and cookies, talking to the console at `address` (another replica).
+    pub fn at(&self, address: &str) -> TestApp {
+        TestApp {
+            address: address.to_owned(),
+            ..self.same_session()
+        }
+    }
+
     /// Another handle on the same client and cookies (the same signed-in session).
     pub fn same_session(&self) -> TestApp {
         TestApp {

@@ -1,4 +1,5 @@
-//! Integration tests: each one starts the real application on port 0 with its own SQLite file.
+//! Integration tests: each one starts the real application on port 0 with its own SQLite file
+//! (or, on the PostgreSQL pass, its own schema: see `helpers::POSTGRES_ENV`).
 
 mod accounts;
 mod admin_cli;
@@ -28,6 +29,7 @@ mod ragflow_admin;
 mod ragflow_run;
 mod remote_gateway;
 mod remote_wrappers;
+mod replicas;
 mod sandbox_settings;
 mod scripted;
 mod self_managed_provider;

@@ -89,16 +89,26 @@ pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
 #[derive(Debug)]
 pub struct ApiKeys {
     pool: AnyPool,
-    limiter: ApiLimiter,
+    limiter: Limiter,
+}
+
+/// Where the per-key rate limit counts: in this process (a console alone on SQLite), or in
+/// the database every replica shares (PostgreSQL), so requests spread over N replicas count
+/// once.
+#[derive(Debug)]
+enum Limiter {
+    Memory(ApiLimiter),
+    Shared(u32),
 }
 
 impl ApiKeys {
     /// Keys from `pool`, each allowed `per_minute` requests (`0`: no limit).
     pub fn new(pool: AnyPool, per_minute: u32) -> Self {
-        ApiKeys {
-            pool,
-            limiter: ApiLimiter::new(per_minute),
-        }
+        let limiter = match crate::server::db::Backend::of(&pool) {
+            crate::server::db::Backend::Sqlite => Limiter::Memory(ApiLimiter::new(per_minute)),
+            crate::server::db::Backend::Postgres => Limiter::Shared(per_minute),
+        };
+        ApiKeys { pool, limiter }
     }
 
     /// The live key behind these headers, if it has `scope` and is within its rate limit.
@@ -134,7 +144,19 @@ impl ApiKeys {
         if !scopes.iter().any(|s| info.scopes.contains(s)) {
             return Err(Refusal::Forbidden(scopes[0]));
         }
-        self.limiter.check(info.id).map_err(Refusal::RateLimited)?;
+        match &self.limiter {
+            Limiter::Memory(limiter) => limiter.check(info.id).map_err(Refusal::RateLimited)?,
+            Limiter::Shared(0) => {}
+            Limiter::Shared(per_minute) => {
+                api_key::count_request(&self.pool, info.id, *per_minute)
+                    .await
+                    .map_err(|error| {
+                        tracing::error!(%error, "could not count an API request");
+                        Refusal::Unavailable
+                    })?
+                    .map_err(|wait| Refusal::RateLimited(wait.max(Duration::from_secs(1))))?;
+            }
+        }
         Ok(info)
     }
 }

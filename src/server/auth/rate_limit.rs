@@ -12,8 +12,9 @@
 //!    address the account signed in from successfully before (the last 30 days, kept here)
 //!    is exempt, so a distributed guesser slows down while the admin's usual address does not.
 //!
-//! Kept in memory: a restart forgives, which is acceptable for a single binary (shared
-//! counters for several replicas are a later step).
+//! A console alone on SQLite keeps the counts in memory (a restart forgives). Replicas on one
+//! PostgreSQL database keep them in the database ([`SharedLoginLimiter`]), with the same rule,
+//! so failures spread over the replicas count once.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -225,6 +226,195 @@ fn prune(times: &mut VecDeque<Instant>, now: Instant, window: Duration) {
     }
 }
 
+/// The sign-in limits in force: this process's own, or the ones replicas share.
+#[derive(Debug)]
+pub enum SignInLimits {
+    Memory(LoginLimiter),
+    Shared(SharedLoginLimiter),
+}
+
+/// Why a sign-in may not be tried now.
+#[derive(Debug)]
+pub enum Refusal {
+    /// Too many failures: try again after this long.
+    Wait(Duration),
+    /// The shared counts could not be read.
+    Unavailable,
+}
+
+/// A sign-in being checked, counted as a failure until it `succeeded()`.
+#[must_use = "a sign-in attempt is a failure unless it succeeded()"]
+pub enum Pass<'a> {
+    Memory(Attempt<'a>),
+    Shared(&'a SharedLoginLimiter, SharedAttempt),
+}
+
+impl std::fmt::Debug for Pass<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pass::Memory(_) => f.write_str("Pass::Memory"),
+            Pass::Shared(_, attempt) => write!(f, "Pass::Shared({:?})", attempt.ids),
+        }
+    }
+}
+
+impl SignInLimits {
+    /// [`LoginLimiter::begin`], wherever the counts are kept.
+    pub async fn begin(
+        &self,
+        account: &str,
+        address: IpAddr,
+        exists: bool,
+    ) -> Result<Pass<'_>, Refusal> {
+        match self {
+            SignInLimits::Memory(limiter) => limiter
+                .begin(account, address, exists)
+                .map(Pass::Memory)
+                .map_err(Refusal::Wait),
+            SignInLimits::Shared(limiter) => match limiter.begin(account, address, exists).await {
+                Ok(Ok(attempt)) => Ok(Pass::Shared(limiter, attempt)),
+                Ok(Err(wait)) => Err(Refusal::Wait(wait)),
+                Err(error) => {
+                    tracing::error!(%error, "sign-in: could not read the shared sign-in counts");
+                    Err(Refusal::Unavailable)
+                }
+            },
+        }
+    }
+}
+
+impl Pass<'_> {
+    /// [`Attempt::withdrawn`].
+    pub async fn withdrawn(self) {
+        match self {
+            Pass::Memory(attempt) => attempt.withdrawn(),
+            Pass::Shared(limiter, attempt) => limiter.withdrawn(attempt).await,
+        }
+    }
+
+    /// [`Attempt::succeeded`].
+    pub async fn succeeded(self) {
+        match self {
+            Pass::Memory(attempt) => attempt.succeeded(),
+            Pass::Shared(limiter, attempt) => limiter.succeeded(attempt).await,
+        }
+    }
+}
+
+/// The same rule as [`LoginLimiter`], with the failures and the known addresses in the
+/// database replicas share (`login_failure`, `login_known`). Each check reads the counts of
+/// the keys it concerns into a [`State`] and decides with [`LoginLimiter`]'s own code, inside
+/// a write transaction, so replicas checking at once take turns.
+#[derive(Debug)]
+pub struct SharedLoginLimiter {
+    rule: LoginLimiter,
+    pool: sqlx::AnyPool,
+}
+
+/// A sign-in counted in the database: the failure rows it added.
+#[derive(Debug)]
+pub struct SharedAttempt {
+    ids: Vec<i64>,
+    account: String,
+    address: IpAddr,
+}
+
+impl Key {
+    /// How the key is written in `login_failure.key`.
+    fn text(&self) -> String {
+        match self {
+            Key::Pair(account, address) => format!("pair|{address}|{account}"),
+            Key::Address(address) => format!("address|{address}"),
+            Key::Account(account) => format!("account|{account}"),
+        }
+    }
+}
+
+impl SharedLoginLimiter {
+    pub fn new(rule: LoginLimiter, pool: sqlx::AnyPool) -> Self {
+        SharedLoginLimiter { rule, pool }
+    }
+
+    async fn begin(
+        &self,
+        account: &str,
+        address: IpAddr,
+        exists: bool,
+    ) -> Result<Result<SharedAttempt, Duration>, sqlx::Error> {
+        use crate::server::db::{clock, login_limit};
+        let account: String = account.chars().take(MAX_ACCOUNT_CHARS).collect();
+        let (now, now_ms) = (Instant::now(), clock::unix_millis());
+        let all = [
+            Key::Pair(account.clone(), address),
+            Key::Address(address),
+            Key::Account(account.clone()),
+        ];
+        let texts: Vec<String> = all.iter().map(Key::text).collect();
+        let mut tx = crate::server::db::begin_write(&self.pool).await?;
+        login_limit::forget_before(&mut tx, now_ms - self.rule.window.as_millis() as i64).await?;
+        let mut state = State::default();
+        for (text, at_ms) in login_limit::failures(&mut tx, &texts).await? {
+            let Some(key) = all.iter().find(|key| key.text() == text) else {
+                continue;
+            };
+            let age = Duration::from_millis((now_ms - at_ms).max(0) as u64);
+            let at = now.checked_sub(age).unwrap_or(now);
+            state.failures.entry(key.clone()).or_default().push_back(at);
+        }
+        let known_since = now_ms - KNOWN_FOR.as_millis() as i64;
+        if login_limit::is_known(&mut tx, &account, &address.to_string(), known_since).await? {
+            state.known.insert(account.clone(), vec![(address, now)]);
+        }
+        if let Some(wait) = self.rule.wait(&mut state, &account, address, now) {
+            tx.commit().await?;
+            return Ok(Err(wait.max(Duration::from_secs(1))));
+        }
+        let counted: &[Key] = if exists { &all } else { &all[1..2] };
+        let mut ids = Vec::with_capacity(counted.len());
+        for key in counted {
+            ids.push(login_limit::record(&mut tx, &key.text(), now_ms).await?);
+        }
+        tx.commit().await?;
+        Ok(Ok(SharedAttempt {
+            ids,
+            account,
+            address,
+        }))
+    }
+
+    async fn withdrawn(&self, attempt: SharedAttempt) {
+        let done = async {
+            let mut conn = self.pool.acquire().await?;
+            crate::server::db::login_limit::take_back(&mut conn, &attempt.ids).await
+        };
+        if let Err(error) = done.await {
+            tracing::warn!(%error, "sign-in: could not take back a withdrawn attempt");
+        }
+    }
+
+    async fn succeeded(&self, attempt: SharedAttempt) {
+        use crate::server::db::{clock, login_limit};
+        let done = async {
+            let mut tx = crate::server::db::begin_write(&self.pool).await?;
+            login_limit::take_back(&mut tx, &attempt.ids).await?;
+            let pair = Key::Pair(attempt.account.clone(), attempt.address).text();
+            login_limit::forgive(&mut tx, &pair).await?;
+            login_limit::remember(
+                &mut tx,
+                &attempt.account,
+                &attempt.address.to_string(),
+                clock::unix_millis(),
+                MAX_KNOWN_ADDRESSES as i64,
+            )
+            .await?;
+            tx.commit().await
+        };
+        if let Err(error) = done.await {
+            tracing::warn!(%error, "sign-in: could not record a successful sign-in");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,6 +433,46 @@ mod tests {
 
     fn succeed(limiter: &LoginLimiter, account: &str, from: IpAddr) -> Result<(), Duration> {
         limiter.begin(account, from, true).map(Attempt::succeeded)
+    }
+
+    /// Two consoles on one database (as replicas are): failures counted by either count for
+    /// both, with the same rule as in memory.
+    #[tokio::test]
+    async fn consoles_sharing_a_database_share_the_sign_in_counts() {
+        let (_dir, pool) = crate::server::db::scratch().await;
+        let rule = || LoginLimiter::new(3, 100, 100, Duration::from_secs(60));
+        let one = SignInLimits::Shared(SharedLoginLimiter::new(rule(), pool.clone()));
+        let two = SignInLimits::Shared(SharedLoginLimiter::new(rule(), pool.clone()));
+
+        for limiter in [&one, &two, &one] {
+            drop(limiter.begin("alice", AWAY, true).await.unwrap());
+        }
+        match two.begin("alice", AWAY, true).await {
+            Err(Refusal::Wait(wait)) => assert!(
+                wait > Duration::from_secs(58) && wait <= Duration::from_secs(60),
+                "{wait:?}"
+            ),
+            other => panic!("the fourth failure from AWAY is refused: {other:?}"),
+        }
+        // Another address is not affected, and a success there takes nothing back from AWAY.
+        one.begin("alice", HOME, true)
+            .await
+            .unwrap()
+            .succeeded()
+            .await;
+        assert!(matches!(
+            one.begin("alice", AWAY, true).await,
+            Err(Refusal::Wait(_))
+        ));
+        // Withdrawn attempts are not failures.
+        for _ in 0..5 {
+            two.begin("bob", HOME, true)
+                .await
+                .unwrap()
+                .withdrawn()
+                .await;
+        }
+        assert!(one.begin("bob", HOME, true).await.is_ok());
     }
 
     #[test]

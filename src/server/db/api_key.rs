@@ -188,6 +188,67 @@ pub async fn authenticate(
     Ok(Some(row.into()))
 }
 
+/// How long the API rate limit looks back.
+pub const RATE_WINDOW: Duration = Duration::from_secs(60);
+
+/// Counts one request of key `key_id` against `per_minute` in a sliding minute shared by
+/// every replica on this database: `Ok(Err(wait))` when the key has used up its minute (the
+/// request is then not counted). Requests of one key are counted one at a time (an advisory
+/// lock per key on PostgreSQL, the write lock on SQLite), so replicas never both take the
+/// last slot; the key's requests older than the minute are forgotten on the way.
+pub async fn count_request(
+    pool: &AnyPool,
+    key_id: i64,
+    per_minute: u32,
+) -> Result<Result<(), Duration>, sqlx::Error> {
+    let now = clock::unix_millis();
+    let since = now - RATE_WINDOW.as_millis() as i64;
+    let mut tx = match super::Backend::of(pool) {
+        super::Backend::Sqlite => super::begin_write(pool).await?,
+        super::Backend::Postgres => {
+            let mut tx = pool.begin().await?;
+            sqlx::query("select pg_advisory_xact_lock($1, $2)")
+                .bind(super::lock::RATE_CLASS)
+                .bind((key_id & 0x7fff_ffff) as i32)
+                .execute(&mut *tx)
+                .await?;
+            tx
+        }
+    };
+    sqlx::query("delete from api_request where key_id = $1 and at_ms <= $2")
+        .bind(key_id)
+        .bind(since)
+        .execute(&mut *tx)
+        .await?;
+    let (count, oldest): (i64, Option<i64>) =
+        sqlx::query_as("select count(*), min(at_ms) from api_request where key_id = $1")
+            .bind(key_id)
+            .fetch_one(&mut *tx)
+            .await?;
+    if count >= i64::from(per_minute) {
+        tx.commit().await?;
+        let waited = Duration::from_millis((now - oldest.unwrap_or(now)).max(0) as u64);
+        return Ok(Err(RATE_WINDOW.saturating_sub(waited)));
+    }
+    sqlx::query("insert into api_request (key_id, at_ms) values ($1, $2)")
+        .bind(key_id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(Ok(()))
+}
+
+/// Forgets counted requests older than the rate limit's minute (a background job).
+pub async fn forget_old_requests(pool: &AnyPool) -> Result<u64, sqlx::Error> {
+    let since = clock::unix_millis() - RATE_WINDOW.as_millis() as i64;
+    Ok(sqlx::query("delete from api_request where at_ms <= $1")
+        .bind(since)
+        .execute(pool)
+        .await?
+        .rows_affected())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,6 +265,42 @@ mod tests {
         assert_eq!(
             hash("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    /// The count replicas share: each key has its own minute, a refused request is not
+    /// counted, and the wait runs to when the oldest request leaves the minute.
+    #[tokio::test]
+    async fn requests_counted_in_the_database_are_limited_per_key_and_minute() {
+        let (_dir, pool) = crate::server::db::scratch().await;
+
+        assert!(count_request(&pool, 1, 2).await.unwrap().is_ok());
+        assert!(count_request(&pool, 1, 2).await.unwrap().is_ok());
+        let wait = count_request(&pool, 1, 2).await.unwrap().unwrap_err();
+        assert!(
+            wait > Duration::from_secs(55) && wait <= RATE_WINDOW,
+            "{wait:?}"
+        );
+        assert!(
+            count_request(&pool, 2, 2).await.unwrap().is_ok(),
+            "another key"
+        );
+        let counted: i64 = sqlx::query_scalar("select count(*) from api_request where key_id = 1")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(counted, 2, "the refused request is not counted");
+
+        // A minute later the requests are forgotten.
+        sqlx::query("update api_request set at_ms = at_ms - 61000")
+            .execute(&pool)
+            .await
+            .unwrap();
+        assert!(count_request(&pool, 1, 2).await.unwrap().is_ok());
+        assert_eq!(
+            forget_old_requests(&pool).await.unwrap(),
+            1,
+            "key 2's request"
         );
     }
 }

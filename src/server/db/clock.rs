@@ -22,6 +22,14 @@ pub fn before(ago: Duration) -> String {
     )
 }
 
+/// The time `ago` before now, to the second (to compare with [`now_seconds`] stamps).
+pub fn seconds_before(ago: Duration) -> String {
+    stamp(
+        SystemTime::now().checked_sub(ago).unwrap_or(UNIX_EPOCH),
+        "%Y-%m-%dT%H:%M:%SZ",
+    )
+}
+
 /// The time `ahead` after now, to the millisecond.
 pub fn after(ahead: Duration) -> String {
     stamp(
@@ -39,6 +47,13 @@ pub fn minute_before(ago: Duration) -> String {
         SystemTime::now().checked_sub(ago).unwrap_or(UNIX_EPOCH),
         "%Y-%m-%dT%H:%M",
     )
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn unix_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as i64)
 }
 
 /// Seconds since the Unix epoch, now.

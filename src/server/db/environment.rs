@@ -219,26 +219,30 @@ pub async fn start_build(
 ) -> Result<i64, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let id = sqlx::query_scalar(
-        "insert into environment_build (environment, spec_hash, status, stage, started_by) \
-         values ($1, $2, 'building', 'queued', $3) returning id",
+        "insert into environment_build (environment, spec_hash, status, stage, started_by, \
+         heartbeat_at) values ($1, $2, 'building', 'queued', $3, $4) returning id",
     )
     .bind(name)
     .bind(spec_hash)
     .bind(actor)
+    .bind(clock::now_seconds())
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
     Ok(id)
 }
 
-/// A build in progress: its stage and the log so far.
+/// A build in progress: its stage and the log so far (and a sign it is alive).
 pub async fn progress(pool: &AnyPool, id: i64, stage: &str, log: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("update environment_build set stage = $1, log = $2 where id = $3")
-        .bind(stage)
-        .bind(log)
-        .bind(id)
-        .execute(pool)
-        .await?;
+    sqlx::query(
+        "update environment_build set stage = $1, log = $2, heartbeat_at = $3 where id = $4",
+    )
+    .bind(stage)
+    .bind(log)
+    .bind(clock::now_seconds())
+    .bind(id)
+    .execute(pool)
+    .await?;
     Ok(())
 }
 
@@ -331,16 +335,29 @@ pub async fn latest_build(pool: &AnyPool, name: &str) -> Result<Option<BuildInfo
     Ok(row.map(BuildInfo::from))
 }
 
-/// Builds left `building` by a console that stopped: they never finish now.
-pub async fn abandon_unfinished(pool: &AnyPool) -> Result<u64, sqlx::Error> {
-    let done = sqlx::query(
+/// How long a build may go without a progress note before it counts as interrupted (its
+/// console notes progress every second or so while it builds).
+pub const BUILD_SILENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Builds left `building` by a console that stopped: they never finish now. `all`: every
+/// build under way (a console alone on its database, starting); else only builds silent for
+/// [`BUILD_SILENCE`] (replicas: another one may be building right now).
+pub async fn abandon_unfinished(pool: &AnyPool, all: bool) -> Result<u64, sqlx::Error> {
+    let silent = if all {
+        ""
+    } else {
+        "and (heartbeat_at is null or heartbeat_at < $2)"
+    };
+    let sql = format!(
         "update environment_build set status = 'failed', \
          stage = 'interrupted: the console stopped during the build', \
-         finished_at = $1 where status = 'building'",
-    )
-    .bind(clock::now_seconds())
-    .execute(pool)
-    .await?;
+         finished_at = $1 where status = 'building' {silent}"
+    );
+    let mut query = sqlx::query(&sql).bind(clock::now_seconds());
+    if !all {
+        query = query.bind(clock::seconds_before(BUILD_SILENCE));
+    }
+    let done = query.execute(pool).await?;
     Ok(done.rows_affected())
 }
 

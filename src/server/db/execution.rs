@@ -455,18 +455,6 @@ mod tests {
         assert!(parse_time("2026-12-01T10").is_err());
     }
 
-    async fn database() -> (tempfile::TempDir, AnyPool) {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = crate::server::db::connect(&format!(
-            "sqlite://{}",
-            dir.path().join("test.db").display()
-        ))
-        .await
-        .unwrap();
-        crate::server::db::migrate(&pool).await.unwrap();
-        (dir, pool)
-    }
-
     async fn insert(pool: &AnyPool, provider: &str, status: &str, duration_ms: u64) {
         let caller = Caller::admin("admin", Source::Trial);
         let row = NewExecution {
@@ -489,7 +477,7 @@ mod tests {
     #[tokio::test]
     async fn latency_percentiles_in_sql_are_the_nearest_rank_of_the_bucket() {
         use crate::model::dashboard::percentile;
-        let (_dir, pool) = database().await;
+        let (_dir, pool) = crate::server::db::scratch().await;
         // Shuffled durations: 37 runs, one provider error that must not count.
         let mut durations: Vec<u64> = (0..37).map(|i| (i * 7919 % 101) + 1).collect();
         for ms in &durations {
@@ -510,7 +498,7 @@ mod tests {
 
     #[tokio::test]
     async fn filter_menus_list_each_value_once_by_index_seeks() {
-        let (_dir, pool) = database().await;
+        let (_dir, pool) = crate::server::db::scratch().await;
         for (provider, status) in [
             ("local", "success"),
             ("docker", "timeout"),

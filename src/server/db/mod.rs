@@ -4,9 +4,11 @@ pub mod admin_session;
 pub mod admin_user;
 pub mod api_key;
 pub mod artifact;
+pub mod background_job;
 pub mod clock;
 pub mod environment;
 pub mod execution;
+pub mod login_limit;
 pub mod setting_version;
 pub mod settings_audit;
 pub mod system_setting;
@@ -218,6 +220,9 @@ impl From<Flag> for bool {
 pub mod lock {
     /// Serialises read-then-write transactions ([`super::begin_write`]).
     pub const WRITE: i64 = 0x5343_0001;
+    /// With a key's id, serialises the counting of that key's requests (the two-number
+    /// form of the lock, a space of its own).
+    pub const RATE_CLASS: i32 = 0x5343_0002;
 }
 
 /// Opens an existing database for reading only, for commands that change nothing: `None`
@@ -383,6 +388,20 @@ pub async fn delete_expired_sessions(pool: &AnyPool) -> Result<u64, sqlx::Error>
         .execute(pool)
         .await?
         .rows_affected())
+}
+
+/// A migrated SQLite database in a temporary directory, for unit tests.
+#[cfg(test)]
+pub async fn scratch() -> (tempfile::TempDir, AnyPool) {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = connect(&format!(
+        "sqlite://{}",
+        dir.path().join("test.db").display()
+    ))
+    .await
+    .unwrap();
+    migrate(&pool).await.unwrap();
+    (dir, pool)
 }
 
 #[cfg(test)]

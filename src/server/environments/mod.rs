@@ -106,7 +106,10 @@ impl EnvironmentService {
         mounting_kinds: Vec<String>,
         gc_grace: Duration,
     ) -> Result<Self, sqlx::Error> {
-        let abandoned = db::abandon_unfinished(&pool).await?;
+        // Alone on SQLite, every unfinished build was this console's; replicas on one
+        // database only give up builds that stopped saying they are alive.
+        let alone = crate::server::db::Backend::of(&pool) == crate::server::db::Backend::Sqlite;
+        let abandoned = db::abandon_unfinished(&pool, alone).await?;
         if abandoned > 0 {
             tracing::warn!(
                 abandoned,
@@ -244,13 +247,19 @@ impl EnvironmentService {
         row: EnvRow,
         uses: &[(String, String)],
     ) -> Result<EnvironmentInfo, sqlx::Error> {
-        let ready = match row.ready_build {
+        // The latest build first, then which build is ready: a build that became ready did
+        // so in the transaction that made it the ready one, so read in this order the two
+        // agree (the row may have been read before the build finished).
+        let latest = db::latest_build(&self.pool, &row.name).await?;
+        let ready_build = match db::get(&self.pool, &row.name).await? {
+            Some(fresh) => fresh.ready_build,
+            None => row.ready_build,
+        };
+        let ready = match ready_build {
             Some(id) => db::build(&self.pool, id).await?,
             None => None,
         };
-        let latest = db::latest_build(&self.pool, &row.name)
-            .await?
-            .filter(|latest| Some(latest.id) != row.ready_build);
+        let latest = latest.filter(|latest| Some(latest.id) != ready_build);
         let used_by = uses
             .iter()
             .filter(|(_, name)| *name == row.name || (name.is_empty() && row.is_default))

@@ -16,7 +16,7 @@ use tower_sessions::Session;
 
 use super::gate::login_url;
 use crate::server::{
-    auth::{password, session},
+    auth::{password, rate_limit::Refusal, session},
     db::admin_user,
     state::AppState,
 };
@@ -66,9 +66,11 @@ pub async fn login(
     let attempt = match state
         .login_limiter
         .begin(&account, peer.ip(), user.is_some())
+        .await
     {
         Ok(attempt) => attempt,
-        Err(wait) => {
+        Err(Refusal::Unavailable) => return failure(json, &next, Failure::Unavailable),
+        Err(Refusal::Wait(wait)) => {
             tracing::warn!(account = %short(&account), client = %peer.ip(), "sign-in refused: too many failures");
             return failure(
                 json,
@@ -83,7 +85,7 @@ pub async fn login(
     let verified = match password::verify(stored_hash, form.password).await {
         Ok(verified) => verified,
         Err(error) => {
-            attempt.withdrawn();
+            attempt.withdrawn().await;
             tracing::warn!(%error, client = %peer.ip(), "sign-in could not be checked");
             return failure(json, &next, Failure::Unavailable);
         }
@@ -105,7 +107,7 @@ pub async fn login(
         audit(&state, &account, "sign_in_failed", peer).await;
         return failure(json, &next, Failure::Invalid);
     }
-    attempt.succeeded();
+    attempt.succeeded().await;
     let address = peer.ip().to_string();
     let client = session::Client {
         address: Some(&address),

@@ -125,17 +125,20 @@ impl SandboxService {
 
     /// Builds the active provider from what is stored. Callers hold `swap` (or are `start`).
     pub(super) async fn load_active(&self) -> Result<(), SettingError> {
+        // Read before the settings, noted after them: a read that fails leaves the old
+        // fingerprint, so the next run tries again instead of keeping a stale provider.
         let built_from = self.fingerprint().await?;
-        *self.loaded.seen.write().expect("fingerprint lock") = built_from;
         if let Some(catalog) = &self.environments {
             // Another process may have built or changed an environment.
             catalog.reload(&self.pool).await?;
         }
         let Some(kind) = self.stored_active_kind().await? else {
+            *self.loaded.seen.write().expect("fingerprint lock") = built_from;
             *self.loaded.active.write().expect("active provider lock") = None;
             return Ok(());
         };
         let stored = self.stored_values(&self.pool, &kind).await?;
+        *self.loaded.seen.write().expect("fingerprint lock") = built_from;
         let next = match self.open_secrets(&kind, stored) {
             Err(error) => {
                 tracing::error!(%kind, %error, "the active sandbox provider's stored secrets cannot be opened");

@@ -240,6 +240,20 @@ pub async fn environments(
 pub struct ProvidersResponse {
     pub active: Option<ActiveProvider>,
     pub providers: Vec<ProviderSummary>,
+    pub replica: ReplicaInfo,
+}
+
+/// The console that answered, and what its limits belong to.
+#[derive(Serialize, ToSchema)]
+pub struct ReplicaInfo {
+    /// Its name among replicas (`--replica-name`, else host name and process id).
+    pub name: String,
+    /// `per_replica`: admission (local run slots, docker warm pools and their queues) belongs
+    /// to each console, so N replicas behind one address admit N times as many runs.
+    /// Sessions, settings, API keys and their rate limit are shared through the database.
+    pub admission: String,
+    /// `sqlite` or `postgresql`.
+    pub database: String,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -307,7 +321,20 @@ pub async fn providers(
             tags: info.tags,
         })
         .collect();
-    Ok(Json(ProvidersResponse { active, providers }))
+    let replica = ReplicaInfo {
+        name: state.replica.to_string(),
+        admission: "per_replica".to_owned(),
+        database: match crate::server::db::Backend::of(&state.pool) {
+            crate::server::db::Backend::Sqlite => "sqlite",
+            crate::server::db::Backend::Postgres => "postgresql",
+        }
+        .to_owned(),
+    };
+    Ok(Json(ProvidersResponse {
+        active,
+        providers,
+        replica,
+    }))
 }
 
 #[cfg(test)]
