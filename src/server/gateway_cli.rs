@@ -51,6 +51,7 @@ async fn service(config: &Config) -> anyhow::Result<SandboxService> {
 pub(crate) async fn services(
     config: &Config,
 ) -> anyhow::Result<(SandboxService, EnvironmentService)> {
+    crate::server::startup::require_shared_secret_key(config)?;
     let pool = open_database(config).await?;
     let secrets = SecretBox::load(&config.data_dir, config.secret_key.as_deref())
         .context("cannot load the key that encrypts stored secrets")?;
@@ -84,7 +85,12 @@ async fn read_only_database(config: &Config) -> anyhow::Result<Option<sqlx::AnyP
     let url = config.database_url();
     let pool = crate::server::db::connect_read_only(&url)
         .await
-        .with_context(|| format!("cannot open the database {url}"))?;
+        .with_context(|| {
+            format!(
+                "cannot open the database {}",
+                crate::server::db::redacted_url(&url)
+            )
+        })?;
     if pool.is_none() {
         eprintln!("No database at {url} yet: nothing is configured.");
     }

@@ -60,15 +60,7 @@ impl Application {
         registry: crate::sandbox::registry::Registry,
     ) -> anyhow::Result<Self> {
         let url = config.database_url();
-        // Replicas on one PostgreSQL database must all open the secrets any of them sealed: a
-        // key file per data directory would give each its own.
-        if db::Backend::of_url(&url) == Some(db::Backend::Postgres) && config.secret_key.is_none() {
-            anyhow::bail!(
-                "with a PostgreSQL database, set SANDBOX_CONSOLE_SECRET_KEY (32 random bytes, \
-                 base64, e.g. `openssl rand -base64 32`) to the same value on every replica: \
-                 it encrypts the provider secrets they share"
-            );
-        }
+        require_shared_secret_key(&config)?;
         let descriptors = serve::raise_descriptor_limit();
         let pool = open_database(&config).await?;
 
@@ -321,6 +313,20 @@ impl Application {
         tracing::info!("stopped");
         result
     }
+}
+
+/// Replicas on one PostgreSQL database (and commands run against it) must all open the
+/// secrets any of them sealed: a key file per data directory would give each its own.
+pub fn require_shared_secret_key(config: &Config) -> anyhow::Result<()> {
+    let url = config.database_url();
+    if db::Backend::of_url(&url) == Some(db::Backend::Postgres) && config.secret_key.is_none() {
+        anyhow::bail!(
+            "with a PostgreSQL database, set SANDBOX_CONSOLE_SECRET_KEY (32 random bytes, \
+             base64, e.g. `openssl rand -base64 32`) to the same value on every replica and \
+             command: it encrypts the provider secrets they share"
+        );
+    }
+    Ok(())
 }
 
 /// After the shutdown grace, requests get this much longer to write their answers (a

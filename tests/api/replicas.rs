@@ -347,3 +347,35 @@ async fn three_replicas_on_one_database_agree() {
         );
     }
 }
+
+/// A command run against the shared database seals secrets as the replicas do, or refuses:
+/// without SANDBOX_CONSOLE_SECRET_KEY it would make a key of its own that no replica has.
+#[test]
+fn commands_on_postgresql_need_the_shared_secret_key() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let Some(url) = postgres_url_for(data_dir.path()) else {
+        eprintln!("commands_on_postgresql_need_the_shared_secret_key: runs on the PostgreSQL pass");
+        return;
+    };
+    let refused = Command::new(BIN)
+        .args([
+            "configure",
+            "--provider",
+            "local",
+            "--set",
+            "timeout_secs=5",
+        ])
+        .arg("--data-dir")
+        .arg(data_dir.path())
+        .arg("--database-url")
+        .arg(&url)
+        .env_remove("SANDBOX_CONSOLE_SECRET_KEY")
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(stderr.contains("SANDBOX_CONSOLE_SECRET_KEY"), "{stderr}");
+    assert!(!data_dir.path().join("secret.key").exists());
+}

@@ -350,7 +350,8 @@ impl SharedLoginLimiter {
             Key::Account(account.clone()),
         ];
         let texts: Vec<String> = all.iter().map(Key::text).collect();
-        let mut tx = crate::server::db::begin_write(&self.pool).await?;
+        let mut tx =
+            crate::server::db::begin_locked(&self.pool, crate::server::db::lock::SIGN_IN).await?;
         login_limit::forget_before(&mut tx, now_ms - self.rule.window.as_millis() as i64).await?;
         let mut state = State::default();
         for (text, at_ms) in login_limit::failures(&mut tx, &texts).await? {
@@ -395,7 +396,9 @@ impl SharedLoginLimiter {
     async fn succeeded(&self, attempt: SharedAttempt) {
         use crate::server::db::{clock, login_limit};
         let done = async {
-            let mut tx = crate::server::db::begin_write(&self.pool).await?;
+            let mut tx =
+                crate::server::db::begin_locked(&self.pool, crate::server::db::lock::SIGN_IN)
+                    .await?;
             login_limit::take_back(&mut tx, &attempt.ids).await?;
             let pair = Key::Pair(attempt.account.clone(), attempt.address).text();
             login_limit::forgive(&mut tx, &pair).await?;

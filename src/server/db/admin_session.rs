@@ -24,12 +24,14 @@ pub async fn insert(
     user_agent: Option<&str>,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "insert into admin_session (id, admin_id, address, user_agent) values ($1, $2, $3, $4)",
+        "insert into admin_session (id, admin_id, address, user_agent, created_at, last_seen_at) \
+         values ($1, $2, $3, $4, $5, $5)",
     )
     .bind(id)
     .bind(admin_id)
     .bind(address)
     .bind(user_agent)
+    .bind(clock::now())
     .execute(pool)
     .await?;
     Ok(())

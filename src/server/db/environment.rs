@@ -235,7 +235,8 @@ pub async fn start_build(
 /// A build in progress: its stage and the log so far (and a sign it is alive).
 pub async fn progress(pool: &AnyPool, id: i64, stage: &str, log: &str) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "update environment_build set stage = $1, log = $2, heartbeat_at = $3 where id = $4",
+        "update environment_build set stage = $1, log = $2, heartbeat_at = $3 \
+         where id = $4 and status = 'building'",
     )
     .bind(stage)
     .bind(log)

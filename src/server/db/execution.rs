@@ -166,8 +166,10 @@ pub async fn record(pool: &AnyPool, run: &NewExecution<'_>) -> Result<i64, sqlx:
     let mut tx = pool.begin().await?;
     let id = sqlx::query_scalar(
         "insert into execution (caller, caller_kind, source, provider, language, status, exit_code, \
-         duration_ms, code_sha256, input_bytes, output_bytes, error, code, stdout, stderr, egress) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) returning id",
+         duration_ms, code_sha256, input_bytes, output_bytes, error, code, stdout, stderr, egress, \
+         created_at, updated_at) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17) \
+         returning id",
     )
     .bind(&run.caller.name)
     .bind(run.caller.kind.as_str())
@@ -185,6 +187,9 @@ pub async fn record(pool: &AnyPool, run: &NewExecution<'_>) -> Result<i64, sqlx:
     .bind(run.content.as_ref().map(|c| c.stdout))
     .bind(run.content.as_ref().map(|c| c.stderr))
     .bind(run.egress)
+    // The console's clock, as every query that looks back in time uses (a database server's
+    // clock may be set differently).
+    .bind(super::clock::now())
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;

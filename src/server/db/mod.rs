@@ -71,17 +71,31 @@ impl Backend {
     }
 }
 
-/// A database URL with its password (and any other secret in it) left out, for logs and
-/// error messages.
+/// A database URL with its password (in the user part, or as a `password`/`sslpassword`
+/// parameter) replaced by `redacted`, for logs and error messages.
 pub fn redacted_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            let _ = parsed.set_password(Some("redacted"));
-            parsed.to_string()
-        }
-        Ok(parsed) => parsed.to_string(),
-        Err(_) => url.split('@').next_back().unwrap_or_default().to_owned(),
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return url.split('@').next_back().unwrap_or_default().to_owned();
+    };
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("redacted"));
     }
+    let secret = |key: &str| matches!(key, "password" | "sslpassword");
+    if parsed.query_pairs().any(|(key, _)| secret(&key)) {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(key, value)| {
+                let value = if secret(&key) {
+                    "redacted".into()
+                } else {
+                    value
+                };
+                (key.into_owned(), value.into_owned())
+            })
+            .collect();
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    parsed.to_string()
 }
 
 /// Opens the database `url` names (`sqlite://…` or `postgres://…`) with a pool of 8.
@@ -122,7 +136,16 @@ pub async fn connect_with(url: &str, max_connections: u32) -> Result<AnyPool, sq
         .max_connections(max_connections.max(1))
         .acquire_timeout(Duration::from_secs(5))
         .after_connect(move |conn, _| Box::pin(prepare(conn, backend, false)))
-        .after_release(|conn, _| Box::pin(still_in_step(conn)))
+        // The check a SQLite connection needs after some errors; PostgreSQL ends its own
+        // transactions cleanly, and a ping per release would double its round trips.
+        .after_release(move |conn, _| {
+            Box::pin(async move {
+                match backend {
+                    Backend::Sqlite => still_in_step(conn).await,
+                    Backend::Postgres => Ok(true),
+                }
+            })
+        })
         .connect_with(options)
         .await
 }
@@ -175,12 +198,21 @@ async fn still_in_step(conn: &mut AnyConnection) -> Result<bool, sqlx::Error> {
 /// locked" instead of waiting). PostgreSQL: a transaction holding one advisory lock for
 /// its duration, so such writers queue one behind the other as on SQLite.
 pub async fn begin_write(pool: &AnyPool) -> Result<Transaction<'static, Any>, sqlx::Error> {
+    begin_locked(pool, lock::WRITE).await
+}
+
+/// [`begin_write`] for writers that only need to queue behind each other: on PostgreSQL they
+/// take the advisory lock `key` instead of [`lock::WRITE`] (SQLite has one write lock).
+pub async fn begin_locked(
+    pool: &AnyPool,
+    key: i64,
+) -> Result<Transaction<'static, Any>, sqlx::Error> {
     match Backend::of(pool) {
         Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
         Backend::Postgres => {
             let mut tx = pool.begin().await?;
             sqlx::query("select pg_advisory_xact_lock($1)")
-                .bind(lock::WRITE)
+                .bind(key)
                 .execute(&mut *tx)
                 .await?;
             Ok(tx)
@@ -223,6 +255,8 @@ pub mod lock {
     /// With a key's id, serialises the counting of that key's requests (the two-number
     /// form of the lock, a space of its own).
     pub const RATE_CLASS: i32 = 0x5343_0002;
+    /// Serialises the sign-in limits' checks (apart from settings saves).
+    pub const SIGN_IN: i64 = 0x5343_0003;
 }
 
 /// Opens an existing database for reading only, for commands that change nothing: `None`
@@ -407,6 +441,23 @@ pub async fn scratch() -> (tempfile::TempDir, AnyPool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn database_urls_are_logged_without_their_passwords() {
+        assert_eq!(
+            redacted_url("postgres://console:hunter2@db.internal:5432/sandbox"),
+            "postgres://console:redacted@db.internal:5432/sandbox"
+        );
+        let shown = redacted_url("postgres://console@db/sandbox?password=hunter2&sslmode=require");
+        assert!(
+            !shown.contains("hunter2") && shown.contains("sslmode=require"),
+            "{shown}"
+        );
+        assert_eq!(
+            redacted_url("sqlite:///var/lib/console/sandbox-console.db"),
+            "sqlite:///var/lib/console/sandbox-console.db"
+        );
+    }
 
     /// SQLite ends a transaction on its own after some errors (SQLITE_FULL, or a trigger's
     /// `RAISE(ROLLBACK)` as here); sqlx's own count of open transactions then stays at one.

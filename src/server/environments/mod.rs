@@ -727,9 +727,11 @@ impl Job {
             &set_stage,
         )
         .await;
-        reporter.abort();
+        // The reporter keeps noting progress (the build's heartbeat) through verification,
+        // which may take minutes: replicas mark silent builds interrupted.
         match outcome {
             Err(error) => {
+                reporter.abort();
                 log.line(&format!("Build failed: {error}"));
                 tracing::warn!(environment = %self.name, %error, "an environment build failed");
                 if let Err(e) =
@@ -773,6 +775,7 @@ impl Job {
                         tracing::warn!(%error, "cannot record an environment's verification");
                     }
                 }
+                reporter.abort();
                 if let Err(error) = db::finish_build(
                     &self.pool,
                     self.id,
