@@ -1,5 +1,5 @@
 # The two commands the README promises: `make run` and `make test`.
-.PHONY: run test setup build release lint unit bench bench-smoke e2e clean docker docker-check postgres runtime-image
+.PHONY: run test setup build release lint unit bench bench-smoke e2e clean docker docker-check deploy-check postgres runtime-image
 
 # The default environment (numpy, pandas, matplotlib, requests; axios) is built first, with its
 # log on the terminal, so the first trial can import pandas; if it cannot be built (no network),
@@ -17,7 +17,7 @@ test: build lint
 	trap 'if [ $$docker = stop ]; then scripts/docker.sh down; fi; if [ $$postgres = stop ]; then scripts/postgres.sh down; fi' EXIT; \
 	scripts/docker.sh up || exit 1; \
 	scripts/postgres.sh up || exit 1; \
-	$(MAKE) unit docker-check bench-smoke e2e && scripts/docker.sh check
+	$(MAKE) unit docker-check deploy-check bench-smoke e2e && scripts/docker.sh check
 
 setup:
 	scripts/setup.sh
@@ -41,13 +41,14 @@ unit: docker postgres
 	cargo test --features ssr --test api -- --test-threads=1
 	SANDBOX_CONSOLE_TEST_POSTGRES="$$(scripts/postgres.sh url)" cargo test --features ssr --test api -- --test-threads=1
 
-# The benchmark harness; writes BENCHMARKS.md (commit it with the machine's numbers).
-bench: setup docker
-	RUST_LOG=error cargo run --release --features ssr --example bench -- --out BENCHMARKS.md
+# The benchmark harness; writes BENCHMARKS.md (commit it with the machine's numbers). The
+# replica load runs on the private PostgreSQL cluster (left running, like dockerd).
+bench: setup docker postgres
+	RUST_LOG=error cargo run --release --features ssr --example bench -- --out BENCHMARKS.md --postgres "$$(scripts/postgres.sh url)"
 
 # The same harness with a few iterations: it must run, its numbers mean nothing.
-bench-smoke: docker
-	RUST_LOG=error cargo run --features ssr --example bench -- --smoke --out target/bench-smoke.md
+bench-smoke: docker postgres
+	RUST_LOG=error cargo run --features ssr --example bench -- --smoke --out target/bench-smoke.md --postgres "$$(scripts/postgres.sh url)"
 
 e2e: docker
 	scripts/e2e.sh
@@ -58,6 +59,11 @@ docker:
 
 docker-check:
 	scripts/docker.sh check
+
+# The deployment files checked offline (schemas, linters, cross-checks), the console's image
+# built on the local dockerd, and run as two replicas on PostgreSQL behind Caddy.
+deploy-check: docker
+	scripts/deploy.sh all
 
 # Installs PostgreSQL 15 if missing and starts a private cluster on a unix socket.
 postgres:

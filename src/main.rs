@@ -6,6 +6,7 @@ use sandbox_console::server::{
     config::{Cli, Command},
     env_cli,
     gateway_cli::{self, ExecArgs},
+    probe_cli,
     startup::Application,
     telemetry,
 };
@@ -72,6 +73,7 @@ async fn run() -> anyhow::Result<i32> {
         }
         Command::ApiKey { action } => gateway_cli::api_key(config, action).await?,
         Command::Env { action } => env_cli::run(config, action).await?,
+        Command::Probe { path, timeout } => probe_cli::run(config, &path, timeout).await,
     };
     Ok(code)
 }

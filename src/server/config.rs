@@ -79,6 +79,16 @@ pub enum Command {
         #[command(subcommand)]
         action: EnvAction,
     },
+    /// Ask the console serving on --listen whether it is ready (a container HEALTHCHECK):
+    /// exit 0 when the path answers 200, 1 otherwise, within --timeout seconds.
+    Probe {
+        /// The path to ask: /readyz (the database answers) or /healthz (the process answers).
+        #[arg(long, default_value = "/readyz")]
+        path: String,
+        /// Seconds to wait for the answer.
+        #[arg(long, default_value_t = 5)]
+        timeout: u64,
+    },
 }
 
 #[derive(Subcommand, Clone, Debug)]
@@ -340,6 +350,18 @@ pub struct Config {
         global = true
     )]
     pub page_queue_secs: u64,
+    /// Reverse proxies (addresses or ranges, comma-separated, e.g. `10.0.0.0/8,127.0.0.1`)
+    /// whose `X-Forwarded-For` names the client: for a request from one of them, the client
+    /// is the nearest address in that header that is not a trusted proxy (sign-in limits, the
+    /// audit, API keys' last address). Unset: the TCP peer, and the header is ignored.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_TRUSTED_PROXIES",
+        value_delimiter = ',',
+        value_parser = parse_proxy_range,
+        global = true
+    )]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Connections in the database pool; a request that waits 5 s for one fails.
     #[arg(
         long,
@@ -395,6 +417,14 @@ pub struct Config {
         global = true
     )]
     pub environment_gc_grace_secs: u64,
+}
+
+/// An address range (`10.0.0.0/8`) or one address (`127.0.0.1`, `::1`).
+fn parse_proxy_range(text: &str) -> Result<ipnet::IpNet, String> {
+    let text = text.trim();
+    text.parse::<ipnet::IpNet>()
+        .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("{text:?} is not an address or an address range like 10.0.0.0/8"))
 }
 
 impl Config {
@@ -475,6 +505,7 @@ impl std::fmt::Debug for Config {
             .field("max_page_requests", &self.max_page_requests)
             .field("page_queue_secs", &self.page_queue_secs)
             .field("database_connections", &self.database_connections)
+            .field("trusted_proxies", &self.trusted_proxies)
             .field("environment_store", &self.environment_store)
             .field("environment_python", &self.environment_python)
             .field("environment_npm", &self.environment_npm)

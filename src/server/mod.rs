@@ -16,6 +16,7 @@ pub mod gateway_cli;
 pub mod history;
 pub mod history_writer;
 pub mod metrics;
+pub mod probe_cli;
 pub mod routes;
 pub mod sandbox;
 pub mod secrets;

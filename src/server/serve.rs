@@ -11,7 +11,7 @@ use std::{
     convert::Infallible,
     future::Future,
     io,
-    net::SocketAddr,
+    net::{IpAddr, SocketAddr},
     pin::{pin, Pin},
     sync::{Arc, Mutex},
     task::{Context, Poll},
@@ -25,6 +25,7 @@ use hyper_util::{
     server::conn::auto::Builder,
     service::TowerToHyperService,
 };
+use ipnet::IpNet;
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf},
     net::{TcpListener, TcpStream},
@@ -44,7 +45,7 @@ const OVERFLOW: &[u8] =
 retry-after: 1\r\ncache-control: no-store\r\nconnection: close\r\ncontent-length: 46\r\n\r\n\
 the console is at its connection limit: retry\n";
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Limits {
     pub header_read: Duration,
     pub idle: Duration,
@@ -54,6 +55,42 @@ pub struct Limits {
     pub body_total: Duration,
     pub max_connections: usize,
     pub drain: Duration,
+    /// Peers whose `X-Forwarded-For` is believed (see [`client_address`]).
+    pub trusted_proxies: Arc<[IpNet]>,
+}
+
+/// The client a request comes from: the TCP peer, unless the peer is a trusted proxy; then
+/// `X-Forwarded-For` is read from its right end (each proxy appends the address it saw) and
+/// the first address that is not a trusted proxy is the client. A forged entry further left
+/// is never reached; an entry that is not an address stops the walk at the last proxy seen.
+/// The client's port is not forwarded: a forwarded address has port 0.
+pub fn client_address(
+    peer: SocketAddr,
+    headers: &http::HeaderMap,
+    trusted: &[IpNet],
+) -> SocketAddr {
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(&ip.to_canonical()));
+    if !is_trusted(&peer.ip()) {
+        return peer;
+    }
+    let mut seen = peer.ip();
+    let values = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .collect::<Vec<_>>();
+    for value in values.into_iter().rev() {
+        let Ok(text) = value.to_str() else { break };
+        for entry in text.rsplit(',') {
+            let Ok(ip) = entry.trim().parse::<IpAddr>() else {
+                return SocketAddr::new(seen, 0);
+            };
+            if !is_trusted(&ip) {
+                return SocketAddr::new(ip, 0);
+            }
+            seen = ip;
+        }
+    }
+    SocketAddr::new(seen, if seen == peer.ip() { peer.port() } else { 0 })
 }
 
 /// Raises the soft limit on open descriptors to the hard one and returns it: each
@@ -119,6 +156,7 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let router = router.clone();
         let stop_rx = stop_rx.clone();
+        let limits = limits.clone();
         tokio::spawn(async move {
             connection(stream, peer, router, limits, stop_rx).await;
             drop(slot);
@@ -336,7 +374,8 @@ async fn connection(
         let activity = activity.clone();
         tower::service_fn(move |mut request: hyper::Request<Incoming>| {
             let guard = activity.request_started();
-            request.extensions_mut().insert(ConnectInfo(peer));
+            let client = client_address(peer, request.headers(), &limits.trusted_proxies);
+            request.extensions_mut().insert(ConnectInfo(client));
             let request = request.map(|body| {
                 Body::new(Deadline {
                     inner: Box::pin(TimeoutBody::new(limits.body_stall, body)),
@@ -514,5 +553,66 @@ mod tests {
             .parse()
             .unwrap();
         assert_eq!(body.len(), length);
+    }
+}
+
+#[cfg(test)]
+mod client_address_tests {
+    use super::*;
+
+    fn from(peer: &str, forwarded: &[&str], trusted: &[&str]) -> String {
+        let mut headers = http::HeaderMap::new();
+        for value in forwarded {
+            headers.append("x-forwarded-for", value.parse().unwrap());
+        }
+        let trusted: Vec<IpNet> = trusted.iter().map(|net| net.parse().unwrap()).collect();
+        client_address(peer.parse().unwrap(), &headers, &trusted).to_string()
+    }
+
+    #[test]
+    fn only_a_trusted_proxy_names_the_client() {
+        // No trusted proxies: the header is anyone's to write and is ignored.
+        assert_eq!(
+            from("127.0.0.1:5000", &["203.0.113.7"], &[]),
+            "127.0.0.1:5000"
+        );
+        // A trusted peer: the rightmost address it was not told by another trusted proxy.
+        let proxies = ["127.0.0.0/8", "10.0.0.0/8"];
+        assert_eq!(
+            from("127.0.0.1:5000", &["203.0.113.7"], &proxies),
+            "203.0.113.7:0"
+        );
+        // A client that forges the header gets its own address appended: the forgery is left
+        // of it and never read.
+        assert_eq!(
+            from(
+                "127.0.0.1:5000",
+                &["198.51.100.1, 203.0.113.7, 10.1.2.3"],
+                &proxies
+            ),
+            "203.0.113.7:0"
+        );
+        // Several header lines are one list, in order.
+        assert_eq!(
+            from("127.0.0.1:5000", &["198.51.100.1", "203.0.113.7"], &proxies),
+            "203.0.113.7:0"
+        );
+        // Garbage stops the walk at the last proxy seen.
+        assert_eq!(
+            from("127.0.0.1:5000", &["nonsense, 10.1.2.3"], &proxies),
+            "10.1.2.3:0"
+        );
+        // A trusted peer without the header is itself the client.
+        assert_eq!(from("10.9.9.9:41000", &[], &proxies), "10.9.9.9:41000");
+        // An untrusted peer's header is ignored, whatever it says.
+        assert_eq!(
+            from("192.0.2.1:41000", &["203.0.113.7"], &proxies),
+            "192.0.2.1:41000"
+        );
+        // IPv4 peers seen on a dual-stack socket match IPv4 ranges.
+        assert_eq!(
+            from("[::ffff:127.0.0.1]:5000", &["203.0.113.7"], &proxies),
+            "203.0.113.7:0"
+        );
     }
 }

@@ -97,6 +97,7 @@ impl Application {
             max_connections: serve::effective_max_connections(config.max_connections, descriptors),
             // Runs are cancelled at the grace; their answers (and the rest) get a little more.
             drain: Duration::from_secs(config.shutdown_grace_secs) + DRAIN_AFTER_GRACE,
+            trusted_proxies: config.trusted_proxies.clone().into(),
         };
         if limits.max_connections < config.max_connections {
             tracing::warn!(
@@ -289,6 +290,7 @@ impl Application {
         };
         let metrics_server = metrics_listener.map(|listener| {
             let router = routes::metrics_only(state.clone());
+            let limits = limits.clone();
             tokio::spawn(async move {
                 let forever = std::future::pending();
                 if let Err(error) = serve::serve(listener, router, limits, forever).await {

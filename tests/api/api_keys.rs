@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::{location, spawn_app, utc_text};
+use crate::helpers::{location, spawn_app, spawn_app_with, utc_text};
 
 #[tokio::test]
 async fn a_created_key_is_shown_once_and_only_its_hash_is_stored() {
@@ -139,6 +139,36 @@ async fn a_key_records_when_it_was_last_used() {
     let listed = app.call_ok("list_api_keys", &[]).await;
     assert!(listed[0]["last_used_at"].is_string(), "{listed}");
     assert_eq!(listed[0]["last_used_address"], "127.0.0.1", "{listed}");
+}
+
+/// Behind a trusted proxy the key's last address is the client's from X-Forwarded-For; from
+/// anyone else the header is ignored (a client cannot choose the address it is recorded as).
+#[tokio::test]
+async fn x_forwarded_for_names_the_client_only_when_the_peer_is_a_trusted_proxy() {
+    for (trusted, expected) in [(false, "127.0.0.1"), (true, "203.0.113.7")] {
+        let app = spawn_app_with(|config| {
+            if trusted {
+                config.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+            }
+        })
+        .await;
+        app.login().await;
+        let created = app
+            .call_ok("create_api_key", &[("name", "agent"), ("execute", "on")])
+            .await;
+        let key = created["key"].as_str().unwrap();
+        let response = app
+            .client
+            .get(format!("{}/api/v1/providers", app.address))
+            .bearer_auth(key)
+            .header("x-forwarded-for", "198.51.100.1, 203.0.113.7")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        let listed = app.call_ok("list_api_keys", &[]).await;
+        assert_eq!(listed[0]["last_used_address"], expected, "{listed}");
+    }
 }
 
 #[tokio::test]

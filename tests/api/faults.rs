@@ -960,19 +960,7 @@ async fn sigterm_ends_within_the_grace_with_half_sent_requests_and_long_runs() {
             .unwrap(),
     );
     let server = &mut server.0;
-    let address = {
-        use std::io::BufRead;
-        let mut lines = std::io::BufReader::new(server.stdout.take().unwrap()).lines();
-        loop {
-            let line = lines
-                .next()
-                .expect("the server prints its address")
-                .unwrap();
-            if let Some(address) = line.strip_prefix("sandbox-console listening on ") {
-                break address.to_owned();
-            }
-        }
-    };
+    let address = crate::helpers::listening_address(server);
     let host = address.trim_start_matches("http://").to_owned();
     // A request whose body never finishes.
     let mut half = tokio::net::TcpStream::connect(&host).await.unwrap();

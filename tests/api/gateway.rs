@@ -10,7 +10,8 @@ use crate::{
 
 const HELLO: &str = "def main(name):\n    print('hi', name)\n    return {'hello': name}\n";
 
-async fn execute(app: &TestApp, key: &str, body: Value) -> (u16, Value) {
+/// POST /api/v1/execute with `key`; the status and the JSON answer (or its text).
+pub(crate) async fn execute(app: &TestApp, key: &str, body: Value) -> (u16, Value) {
     let response = app.post_json("/api/v1/execute", key, &body).await;
     let status = response.status().as_u16();
     let text = response.text().await.unwrap();

@@ -335,3 +335,57 @@ async fn exec_refuses_programs_and_timeouts_past_the_limits_every_door_has() {
         .unwrap();
     assert_eq!(runs, 1, "only the program at the limit ran");
 }
+
+/// `probe` (the image's HEALTHCHECK) exits 0 while the console on --listen is ready and 1,
+/// saying why, once nothing answers there; a bad path is refused before any request.
+#[tokio::test]
+async fn probe_says_whether_the_console_on_its_listen_address_is_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = crate::helpers::console_command(dir.path())
+        .args(["--listen", "127.0.0.1:0"])
+        .env("ADMIN_PASSWORD", "correct horse battery")
+        .env("SANDBOX_CONSOLE_BUILD_DEFAULT_ENVIRONMENT", "false")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let address = crate::helpers::listening_address(&mut server);
+    let listen = address.trim_start_matches("http://").to_owned();
+    let probe = |extra: &[&str]| {
+        let mut args = vec!["--listen", &listen, "probe"];
+        args.extend_from_slice(extra);
+        let output = std::process::Command::new(crate::helpers::BIN)
+            .args(&args)
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = probe(&[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("/readyz: 200 OK") && out.contains("ready"),
+        "{out}"
+    );
+    let (code, out, err) = probe(&["--path", "/healthz"]);
+    assert_eq!(code, 0, "{out}{err}");
+    // A path the console does not serve without a session is not "ready".
+    let (code, _, err) = probe(&["--path", "/api/v1/providers"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("answered 401"), "{err}");
+    let (code, _, err) = probe(&["--path", "readyz"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("--path must be a plain absolute path"),
+        "{err}"
+    );
+
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let (code, out, err) = probe(&["--timeout", "2"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(err.contains("did not answer"), "{err}");
+}

@@ -436,3 +436,23 @@ pub fn sqlite_only(what: &str) -> bool {
     }
     on_postgres()
 }
+
+/// Reads a console child's standard output up to its "listening on" line and returns the
+/// address (`http://…`); the rest of the output is drained on a thread, so a console that
+/// writes more never blocks on a full pipe.
+pub fn listening_address(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().expect("the child's stdout is piped");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let address = loop {
+        let line = lines
+            .next()
+            .expect("the console prints its address before it ends")
+            .unwrap();
+        if let Some(address) = line.strip_prefix("sandbox-console listening on ") {
+            break address.to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    address
+}

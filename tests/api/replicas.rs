@@ -3,7 +3,6 @@
 //! says so and checks nothing: replicas need a shared server database).
 
 use std::{
-    io::{BufRead, BufReader},
     process::{Child, Command, Stdio},
     time::Duration,
 };
@@ -13,7 +12,8 @@ use sqlx::AnyPool;
 use tempfile::TempDir;
 
 use crate::helpers::{
-    on_postgres, postgres_url_for, TestApp, ADMIN, BIN, PASSWORD, TEST_SECRET_KEY,
+    listening_address, on_postgres, postgres_url_for, TestApp, ADMIN, BIN, PASSWORD,
+    TEST_SECRET_KEY,
 };
 
 /// One console process; killed (SIGKILL) when dropped.
@@ -65,21 +65,7 @@ fn start_replicas(url: &str, names: &[&str], extra: &[&str]) -> Vec<Replica> {
         .collect();
     started
         .iter_mut()
-        .map(|(child, _)| {
-            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-            let address = loop {
-                let line = lines
-                    .next()
-                    .expect("the console prints its address")
-                    .unwrap();
-                if let Some(address) = line.strip_prefix("sandbox-console listening on ") {
-                    break address.to_owned();
-                }
-            };
-            // Keep reading, so a console that logs to stdout never blocks on a full pipe.
-            std::thread::spawn(move || lines.for_each(drop));
-            address
-        })
+        .map(|(child, _)| listening_address(child))
         .collect::<Vec<_>>()
         .into_iter()
         .zip(started)
@@ -101,13 +87,7 @@ fn client_of(replica: &Replica, pool: &AnyPool, like: Option<&TestApp>) -> TestA
 
 async fn execute(app: &TestApp, key: &str, code: &str) -> (u16, Value) {
     let body = json!({"language": "python", "code": code});
-    let response = app.post_json("/api/v1/execute", key, &body).await;
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
+    crate::gateway::execute(app, key, body).await
 }
 
 /// Saves the local provider's timeout through the settings form, as `expected` version.
