@@ -5,8 +5,13 @@
 //! page, and throughput at concurrency 1, 2, 4, 8. Writes a Markdown report: ratios to the
 //! floors first, absolute times second, the machine described.
 //!
-//! `cargo run --release --features ssr --example bench -- [--smoke] [--out FILE]`
+//! With `--postgres URL`, also 1 vs 3 replicas on one PostgreSQL under load (`replicas.rs`).
+//!
+//! `cargo run --release --features ssr --example bench -- [--smoke] [--out FILE] [--postgres URL] [--only replicas]`
 //! `--smoke`: a few iterations (the test command runs this; it asserts nothing about speed).
+//! `--only replicas`: only the replica load (its section alone in the report).
+
+mod replicas;
 
 use std::{fmt::Write as _, process::Command, sync::Arc, time::Instant};
 
@@ -83,6 +88,69 @@ impl SandboxProvider for Noop {
     async fn destroy_instance(&self, _: Instance) -> Result<(), Error> {
         Ok(())
     }
+}
+
+/// The product's providers plus the bench's own: `noop` and `held` (see replicas.rs).
+fn bench_registry() -> sandbox_console::sandbox::registry::Registry {
+    providers::registry()
+        .register(ProviderKind {
+            info: noop_info,
+            schema: ConfigSchema::default,
+            build: |_, _| Ok(Arc::new(Noop(noop_info()))),
+        })
+        .register(replicas::held_kind())
+}
+
+/// The replica section: each provider at 1 and at 3 replicas, or why it was skipped.
+async fn replica_section(postgres: Option<&str>, smoke: bool) -> anyhow::Result<String> {
+    let mut report = String::from("## Replicas on one PostgreSQL\n\n");
+    let Some(server) = postgres else {
+        report.push_str("Skipped: no `--postgres URL` (`make bench` passes the cluster of `scripts/postgres.sh`).\n");
+        return Ok(report);
+    };
+    let (clients, held_requests, noop_requests, warm) = if smoke {
+        (4, 24, 24, 1)
+    } else {
+        (24, 2400, 4000, 5)
+    };
+    writeln!(
+        report,
+        "Consoles on one PostgreSQL 15 schema (each a full console: its own listener, pool and provider), {clients} concurrent clients over loopback spreading `POST /api/v1/execute` with an API key round-robin over the replicas; every run is admitted, run and written to the shared history. `held` holds each run {} ms in one of {} slots per replica (a replica's run capacity, like local's run slots or a docker pool); `noop` answers at once (the console's own cost, which the replicas share on this machine's CPUs). {held_requests} runs with `held`, {noop_requests} with `noop`, after {warm} per replica not counted.\n",
+        replicas::HELD_FOR.as_millis(),
+        replicas::HELD_SLOTS,
+    )?;
+    writeln!(
+        report,
+        "| provider | replicas | runs/s | p50 (ms) | p99 (ms) |\n|---|---|---|---|---|"
+    )?;
+    let mut ratios = Vec::new();
+    for (kind, requests) in [("held", held_requests), ("noop", noop_requests)] {
+        let mut measured = Vec::new();
+        for count in [1usize, 3] {
+            eprintln!("replicas: {kind} x {count} ...");
+            let load = replicas::load(server, bench_registry, kind, count, clients, requests, warm)
+                .await?;
+            writeln!(
+                report,
+                "| `{kind}` | {count} | {:.0} | {:.1} | {:.1} |",
+                load.per_second, load.p50_ms, load.p99_ms
+            )?;
+            measured.push(load);
+        }
+        ratios.push((
+            kind,
+            measured[1].per_second / measured[0].per_second,
+            measured[1].p99_ms / measured[0].p99_ms,
+        ));
+    }
+    writeln!(
+        report,
+        "\n| provider | runs/s, 3 replicas / 1 | p99, 3 replicas / 1 |\n|---|---|---|"
+    )?;
+    for (kind, throughput, p99) in ratios {
+        writeln!(report, "| `{kind}` | {throughput:.2}× | {p99:.2}× |")?;
+    }
+    Ok(report)
 }
 
 /// Median and p95 of samples in ms.
@@ -282,6 +350,21 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or_else(|| "BENCHMARKS.md".into());
     let (runs, fast_runs, throughput_requests) = if smoke { (3, 5, 8) } else { (50, 1000, 48) };
     let warm = if smoke { 1 } else { 5 };
+    let postgres = args
+        .iter()
+        .position(|a| a == "--postgres")
+        .and_then(|i| args.get(i + 1).cloned())
+        .filter(|url| !url.is_empty());
+    if args
+        .windows(2)
+        .any(|w| w[0] == "--only" && w[1] == "replicas")
+    {
+        let report = replica_section(postgres.as_deref(), smoke).await?;
+        std::fs::write(&out, &report)?;
+        eprintln!("wrote {out}");
+        print!("{report}");
+        return Ok(());
+    }
 
     let data = tempfile::tempdir()?;
     let mut config = Config::with_data_dir(data.path());
@@ -292,12 +375,7 @@ async fn main() -> anyhow::Result<()> {
     // store the test suites share: built once per machine, reused here.
     config.build_default_environment = false;
     config.environment_store = Some(shared_environment_store());
-    let registry = providers::registry().register(ProviderKind {
-        info: noop_info,
-        schema: ConfigSchema::default,
-        build: |_, _| Ok(Arc::new(Noop(noop_info()))),
-    });
-    let app = Application::build_with_registry(config, registry).await?;
+    let app = Application::build_with_registry(config, bench_registry()).await?;
     let base = format!("http://127.0.0.1:{}", app.port());
     let url = format!("{base}/api/v1/execute");
     let state = app.state().clone();
@@ -766,6 +844,8 @@ async fn main() -> anyhow::Result<()> {
         writeln!(report, "| {concurrency} | {busy} |")?;
     }
     writeln!(report, "\nThe docker runs above are tight loops: in fresh-container mode each run's container is replaced in the background (about 0.2 s under runc, 0.4 s under runsc), so back-to-back runs on a pool of 2 partly wait for a replacement; in reuse mode they wait for the wipe. Runs 0.5 s apart find a warm container every time.")?;
+    writeln!(report)?;
+    report.push_str(&replica_section(postgres.as_deref(), smoke).await?);
     std::fs::write(&out, &report)?;
     eprintln!("wrote {out}");
     print!("{report}");

@@ -1,0 +1,272 @@
+//! Replicas on one PostgreSQL under load: 1 console vs 3 consoles (each a full `Application`
+//! with its own listener, database pool and provider, on one schema of their own), driven
+//! over loopback by a bounded number of clients that spread `POST /api/v1/execute` round-robin
+//! over the replicas. Every request is authorised by an API key, admitted, run and written to
+//! the shared history, as in production.
+//!
+//! Two providers defined here: `held`, which holds each run for [`HELD_FOR`] in one of
+//! [`HELD_SLOTS`] slots per replica (a replica's run capacity, as local's run slots or a
+//! docker pool are; a run waits for a slot), and `noop`, which answers at once (the console's
+//! own cost per request, which on this machine's 2 cores the replicas share).
+
+use std::{
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use async_trait::async_trait;
+use sandbox_console::{
+    model::{
+        execution::{ExecRequest, ExecStatus, ExecutionResult, Language, ReturnValue},
+        provider::{HealthReport, ProviderInfo},
+        schema::ConfigSchema,
+        settings::SaveOutcome,
+    },
+    sandbox::{
+        registry::{ProviderKind, Registry},
+        Error, Instance, SandboxProvider,
+    },
+    server::{
+        config::Config,
+        db::{self, api_key, execution::Actor, system_setting::Expected},
+        sandbox::Gate,
+        startup::Application,
+    },
+};
+use serde_json::{json, Map, Value};
+
+/// Runs one replica holds at once.
+pub const HELD_SLOTS: usize = 4;
+/// How long the `held` provider holds each run.
+pub const HELD_FOR: Duration = Duration::from_millis(20);
+/// A run waits this long at most for a slot.
+const SLOT_WAIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug)]
+struct Held {
+    info: ProviderInfo,
+    slots: tokio::sync::Semaphore,
+}
+
+fn held_info() -> ProviderInfo {
+    ProviderInfo {
+        kind: "held".into(),
+        name: "Held".into(),
+        description: "Holds each run for a fixed time in one of a fixed number of slots.".into(),
+        tags: vec![],
+    }
+}
+
+#[async_trait]
+impl SandboxProvider for Held {
+    fn info(&self) -> &ProviderInfo {
+        &self.info
+    }
+    fn languages(&self) -> &[Language] {
+        &Language::ALL
+    }
+    async fn health(&self) -> HealthReport {
+        HealthReport {
+            healthy: true,
+            message: String::new(),
+            details: Map::new(),
+        }
+    }
+    async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
+        Ok(Instance {
+            id: "held".into(),
+            language,
+            metadata: Map::new(),
+        })
+    }
+    async fn execute(&self, _: &Instance, _: &ExecRequest) -> Result<ExecutionResult, Error> {
+        let _slot = tokio::time::timeout(SLOT_WAIT, self.slots.acquire())
+            .await
+            .map_err(|_| Error::PoolBusy {
+                retry_after: Duration::from_secs(1),
+            })?
+            .map_err(|_| Error::Backend("the slots were closed".into()))?;
+        tokio::time::sleep(HELD_FOR).await;
+        Ok(ExecutionResult {
+            status: ExecStatus::Success,
+            stdout: String::new(),
+            stderr: String::new(),
+            exit_code: Some(0),
+            wall_time_ms: HELD_FOR.as_millis() as u64,
+            result: ReturnValue::of(json!(1)),
+            artifacts: vec![],
+            queue_wait_ms: None,
+            metadata: Map::new(),
+            egress: None,
+        })
+    }
+    async fn destroy_instance(&self, _: Instance) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// The `held` provider kind, for the bench's registry.
+pub fn held_kind() -> ProviderKind {
+    ProviderKind {
+        info: held_info,
+        schema: ConfigSchema::default,
+        build: |_, _| {
+            Ok(Arc::new(Held {
+                info: held_info(),
+                slots: tokio::sync::Semaphore::new(HELD_SLOTS),
+            }))
+        },
+    }
+}
+
+/// What one load run measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Load {
+    pub per_second: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// Any 32 bytes, base64: replicas on one database must share the key.
+const SECRET_KEY: &str = "YmVuY2ggcmVwbGljYXMgc2hhcmUgdGhpcyBrZXkhISE=";
+
+/// `replicas` consoles on a fresh schema of the PostgreSQL server at `server`, provider `kind`
+/// active, `requests` runs from `clients` concurrent clients spread round-robin over them
+/// (after `warm` runs per replica that are not counted).
+pub async fn load(
+    server: &str,
+    registry: fn() -> Registry,
+    kind: &'static str,
+    replicas: usize,
+    clients: usize,
+    requests: usize,
+    warm: usize,
+) -> anyhow::Result<Load> {
+    let schema = format!("bench_{kind}_{replicas}_{}", std::process::id());
+    let admin = db::connect(server).await?;
+    sqlx::query(&format!("drop schema if exists {schema} cascade"))
+        .execute(&admin)
+        .await?;
+    sqlx::query(&format!("create schema {schema}"))
+        .execute(&admin)
+        .await?;
+    let separator = if server.contains('?') { '&' } else { '?' };
+    let url = format!("{server}{separator}options[search_path]={schema}");
+
+    let mut addresses = Vec::new();
+    let mut servers = Vec::new();
+    let mut first_state = None;
+    let mut data_dirs = Vec::new();
+    for index in 0..replicas {
+        let data = tempfile::tempdir()?;
+        let mut config = Config::with_data_dir(data.path());
+        config.listen = "127.0.0.1:0".parse()?;
+        config.database_url = Some(url.clone());
+        config.secret_key = Some(SECRET_KEY.into());
+        config.admin_password = Some("benchmark admin password".into());
+        config.replica_name = Some(format!("bench-{index}"));
+        config.build_default_environment = false;
+        let app = Application::build_with_registry(config, registry()).await?;
+        addresses.push(format!("http://127.0.0.1:{}/api/v1/execute", app.port()));
+        first_state.get_or_insert_with(|| app.state().clone());
+        servers.push(tokio::spawn(app.run_until_stopped()));
+        data_dirs.push(data);
+    }
+    let state = first_state.expect("at least one replica");
+    let saved = state
+        .sandbox
+        .save(
+            &Actor::admin("bench"),
+            kind,
+            Map::new(),
+            Expected::Any,
+            true,
+            Gate::Anyway,
+        )
+        .await?;
+    anyhow::ensure!(
+        matches!(saved, SaveOutcome::Saved { active: true, .. }),
+        "{saved:?}"
+    );
+    let key = api_key::create(
+        &state.pool,
+        "bench",
+        &[sandbox_console::model::api_key::Scope::Execute],
+        "bench",
+        None,
+    )
+    .await?
+    .key;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(clients)
+        .build()?;
+    let body = json!({"language": "python", "code": "def main():\n    return 1\n"});
+    let call = move |address: String| {
+        let (client, key, body) = (client.clone(), key.clone(), body.clone());
+        async move {
+            let started = Instant::now();
+            let response = client
+                .post(&address)
+                .bearer_auth(&key)
+                .json(&body)
+                .send()
+                .await?;
+            anyhow::ensure!(response.status() == 200, "HTTP {}", response.status());
+            let answer: Value = response.json().await?;
+            anyhow::ensure!(answer["status"] == "success", "{answer}");
+            Ok::<_, anyhow::Error>(started.elapsed().as_secs_f64() * 1000.0)
+        }
+    };
+    // Warm-up: every replica builds its provider and fills its connection pool.
+    for _ in 0..warm {
+        for address in &addresses {
+            call(address.clone()).await?;
+        }
+    }
+
+    let next = Arc::new(AtomicUsize::new(0));
+    let addresses = Arc::new(addresses);
+    let started = Instant::now();
+    let workers: Vec<_> = (0..clients)
+        .map(|_| {
+            let (next, addresses) = (next.clone(), addresses.clone());
+            let call = call.clone();
+            tokio::spawn(async move {
+                let mut samples = Vec::new();
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= requests {
+                        break;
+                    }
+                    samples.push(call(addresses[index % addresses.len()].clone()).await?);
+                }
+                Ok::<_, anyhow::Error>(samples)
+            })
+        })
+        .collect();
+    let mut samples = Vec::with_capacity(requests);
+    for worker in workers {
+        samples.extend(worker.await??);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    for server in servers {
+        server.abort();
+    }
+    drop(state);
+    sqlx::query(&format!("drop schema if exists {schema} cascade"))
+        .execute(&admin)
+        .await?;
+    drop(data_dirs);
+
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    Ok(Load {
+        per_second: samples.len() as f64 / elapsed,
+        p50_ms: at(0.50),
+        p99_ms: at(0.99),
+    })
+}
