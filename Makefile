@@ -62,7 +62,7 @@ docker-check:
 
 # The deployment files checked offline (schemas, linters, cross-checks), the console's image
 # built on the local dockerd, and run as two replicas on PostgreSQL behind Caddy.
-deploy-check: docker
+deploy-check: docker postgres
 	scripts/deploy.sh all
 
 # Installs PostgreSQL 15 if missing and starts a private cluster on a unix socket.

@@ -10,6 +10,8 @@ pub struct HistoryFilter {
     pub provider: String,
     pub status: String,
     pub caller: String,
+    /// The console replica that ran the run (replicas on one PostgreSQL).
+    pub replica: String,
     pub from: String,
     pub to: String,
 }
@@ -21,6 +23,7 @@ impl HistoryFilter {
             ("provider", &self.provider),
             ("status", &self.status),
             ("caller", &self.caller),
+            ("replica", &self.replica),
             ("from", &self.from),
             ("to", &self.to),
         ]
@@ -48,6 +51,9 @@ pub struct ExecutionSummary {
     pub duration_ms: i64,
     pub input_bytes: i64,
     pub output_bytes: i64,
+    /// The console replica that ran it ('' for runs recorded before replicas were named).
+    #[serde(default)]
+    pub replica: String,
 }
 
 /// One run in full.
@@ -76,6 +82,9 @@ pub struct HistoryPage {
     /// Values seen in the history, for the filter menus.
     pub providers: Vec<String>,
     pub statuses: Vec<String>,
+    /// Console replicas that ran runs (named ones only); the page names the replica of each
+    /// run once there is more than one.
+    pub replicas: Vec<String>,
     pub settings: HistorySettings,
 }
 

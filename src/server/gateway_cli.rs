@@ -67,7 +67,8 @@ pub(crate) async fn services(
         Vec::new(),
     )
     .await
-    .context("cannot load the sandbox settings")?;
+    .context("cannot load the sandbox settings")?
+    .with_replica(&config.replica());
     Ok((sandbox, environments))
 }
 

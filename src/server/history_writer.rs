@@ -93,6 +93,8 @@ pub struct HistoryWriter {
     queue: mpsc::Sender<Pending>,
     pending: Arc<AtomicUsize>,
     metrics: Option<Arc<Metrics>>,
+    /// The console replica written beside each row.
+    replica: Arc<str>,
     worker: tokio::task::JoinHandle<()>,
 }
 
@@ -105,25 +107,39 @@ impl Drop for HistoryWriter {
 impl HistoryWriter {
     /// Starts the retry task (needs a Tokio runtime).
     pub fn new(pool: AnyPool) -> Self {
-        Self::start(pool, None)
+        Self::start(pool, None, Arc::from(""))
     }
 
     /// The same writer, counting retries and drops in `metrics`.
     pub fn with_metrics(self, metrics: Arc<Metrics>) -> Self {
-        let pool = self.pool.clone();
+        let (pool, replica) = (self.pool.clone(), self.replica.clone());
         drop(self);
-        Self::start(pool, Some(metrics))
+        Self::start(pool, Some(metrics), replica)
     }
 
-    fn start(pool: AnyPool, metrics: Option<Arc<Metrics>>) -> Self {
+    /// The same writer, noting `replica` as the console that ran each run.
+    pub fn with_replica(self, replica: &str) -> Self {
+        let (pool, metrics) = (self.pool.clone(), self.metrics.clone());
+        drop(self);
+        Self::start(pool, metrics, Arc::from(replica))
+    }
+
+    fn start(pool: AnyPool, metrics: Option<Arc<Metrics>>, replica: Arc<str>) -> Self {
         let (queue, rx) = mpsc::channel(QUEUE);
         let pending = Arc::new(AtomicUsize::new(0));
-        let worker = tokio::spawn(retry(pool.clone(), rx, pending.clone(), metrics.clone()));
+        let worker = tokio::spawn(retry(
+            pool.clone(),
+            rx,
+            pending.clone(),
+            metrics.clone(),
+            replica.clone(),
+        ));
         HistoryWriter {
             pool,
             queue,
             pending,
             metrics,
+            replica,
             worker,
         }
     }
@@ -132,7 +148,7 @@ impl HistoryWriter {
     pub async fn record(&self, row: &NewExecution<'_>) {
         // Behind rows already queued, a new row waits its turn: history keeps its order.
         if self.pending.load(Ordering::SeqCst) == 0 {
-            match execution::record(&self.pool, row).await {
+            match execution::record(&self.pool, row, &self.replica).await {
                 Ok(_) => return,
                 Err(error) => {
                     tracing::warn!(%error, "could not write a history row; queued for another try")
@@ -188,13 +204,14 @@ async fn retry(
     mut rx: mpsc::Receiver<Pending>,
     pending: Arc<AtomicUsize>,
     metrics: Option<Arc<Metrics>>,
+    replica: Arc<str>,
 ) {
     while let Some(row) = rx.recv().await {
         let started = Instant::now();
         let mut backoff = FIRST_BACKOFF;
         loop {
             tokio::time::sleep(backoff).await;
-            match execution::record(&pool, &row.row()).await {
+            match execution::record(&pool, &row.row(), &replica).await {
                 Ok(_) => break,
                 Err(error) if started.elapsed() >= GIVE_UP_AFTER => {
                     tracing::error!(%error, caller = %row.caller.name, status = %row.status,

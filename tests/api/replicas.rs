@@ -228,6 +228,14 @@ async fn three_replicas_on_one_database_agree() {
         assert!(["a", "b", "c"].contains(&by.as_str()), "{by}");
     }
 
+    // A run that A finishes before it dies stays in the history under A's name.
+    let (status, body) = execute(&on_a, &runner, "def main():\n    return 'on a'\n").await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (200, Some("success")),
+        "{body}"
+    );
+
     // kill -9 A while runs are under way on all three: B and C keep serving, and every run
     // they answered is in the history.
     let keys = [
@@ -277,7 +285,7 @@ async fn three_replicas_on_one_database_agree() {
             (200, Some("success")),
             "{body}"
         );
-        answered.push(code);
+        answered.push((n, code));
     }
     assert_eq!(answered.len(), 8);
     for app in [&on_b, &on_c] {
@@ -289,24 +297,59 @@ async fn three_replicas_on_one_database_agree() {
             "{body}"
         );
     }
-    for code in &answered {
+    for (n, code) in &answered {
         let hash = sandbox_console::server::db::execution::sha256(code);
-        let mut rows = 0;
+        let mut rows = Vec::new();
         for _ in 0..50 {
-            rows = sqlx::query_scalar::<_, i64>(
-                "select count(*) from execution where code_sha256 = $1",
+            rows = sqlx::query_scalar::<_, String>(
+                "select replica from execution where code_sha256 = $1",
             )
             .bind(&hash)
-            .fetch_one(&pool)
+            .fetch_all(&pool)
             .await
             .unwrap();
-            if rows > 0 {
+            if !rows.is_empty() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        assert_eq!(rows, 1, "the history has the run {code:?}");
+        let ran_on = ["a", "b", "c"][*n];
+        assert_eq!(
+            rows,
+            [ran_on],
+            "the history has the run {code:?}, from {ran_on}"
+        );
     }
+    // The history page of any replica shows every replica's runs, names the replica of each,
+    // and filters by it.
+    let page = on_c.call_ok("execution_history", &[]).await;
+    let names: std::collections::BTreeSet<&str> = page["replicas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|name| name.as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b", "c"].into(), "{}", page["replicas"]);
+    let only_b = on_c
+        .call_ok("execution_history", &[("filter[replica]", "b")])
+        .await;
+    let entries = only_b["entries"].as_array().unwrap();
+    assert!(entries.len() >= 5, "{only_b}");
+    assert!(entries.iter().all(|run| run["replica"] == "b"), "{only_b}");
+    let html = on_b
+        .get("/admin/history?replica=c")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains(r#"data-testid="history-replica">c<"#),
+        "the page names the replica"
+    );
+    assert!(
+        !html.contains(r#"data-testid="history-replica">b<"#),
+        "filtered to c"
+    );
 
     // The sign-in limit (5 failures of one account from one address) counts failures spread
     // over the replicas: after 2 on B and 3 on C, even the right password waits, on both.

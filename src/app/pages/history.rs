@@ -26,6 +26,7 @@ pub fn HistoryListPage() -> impl IntoView {
                 provider: get("provider"),
                 status: get("status"),
                 caller: get("caller"),
+                replica: get("replica"),
                 from: get("from"),
                 to: get("to"),
             };
@@ -74,6 +75,8 @@ fn History(page: HistoryPage, flash: Option<HistoryFlash>) -> impl IntoView {
         }
     };
     let (current, pages) = (page.page, page.pages);
+    // One console has nothing to tell apart: the column appears with a second replica.
+    let show_replica = page.replicas.len() > 1;
     let settings = page.settings.clone();
     let option = |value: &str, label: String, chosen: &str| {
         let value = value.to_owned();
@@ -97,6 +100,15 @@ fn History(page: HistoryPage, flash: Option<HistoryFlash>) -> impl IntoView {
                         {page.statuses.iter().map(|s| option(s, status_label(locale, s), &filter.status)).collect_view()}
                     </select>
                 </div>
+                {(page.replicas.len() > 1 || !filter.replica.is_empty()).then(|| view! {
+                    <div class="field">
+                        <label for="f-replica">{t!(i18n, history.replica)}</label>
+                        <select id="f-replica" name="replica">
+                            <option value="">{t!(i18n, common.any)}</option>
+                            {page.replicas.iter().map(|r| option(r, r.clone(), &filter.replica)).collect_view()}
+                        </select>
+                    </div>
+                })}
                 <div class="field">
                     <label for="f-caller">{t!(i18n, common.caller)}</label>
                     <input id="f-caller" name="caller" value=filter.caller.clone() placeholder=td_string!(locale, history.caller_placeholder).to_string()/>
@@ -132,6 +144,7 @@ fn History(page: HistoryPage, flash: Option<HistoryFlash>) -> impl IntoView {
                         <thead><tr>
                             <th>"#"</th><th>{t!(i18n, common.when)}</th><th>{t!(i18n, common.caller)}</th><th>{t!(i18n, common.source)}</th><th>{t!(i18n, common.provider)}</th>
                             <th>{t!(i18n, common.language)}</th><th>{t!(i18n, common.status)}</th><th>{t!(i18n, history.exit)}</th><th>"ms"</th>
+                            {show_replica.then(|| view! { <th>{t!(i18n, history.replica)}</th> })}
                         </tr></thead>
                         <tbody>
                             {page.entries.into_iter().map(|r| {
@@ -147,6 +160,7 @@ fn History(page: HistoryPage, flash: Option<HistoryFlash>) -> impl IntoView {
                                     <td><span class=badge data-status=r.status.clone() title=status_hint(locale, &r.status)>{status_label(locale, &r.status)}</span></td>
                                     <td>{r.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "—".into())}</td>
                                     <td>{r.duration_ms}</td>
+                                    {show_replica.then(|| view! { <td data-testid="history-replica">{r.replica}</td> })}
                                 </tr>
                             }}).collect_view()}
                         </tbody>
@@ -243,6 +257,7 @@ fn Execution(detail: ExecutionDetail) -> impl IntoView {
                 <dt>{t!(i18n, common.status)}</dt><dd data-testid="run-status" data-status=s.status.clone() title=status_hint(locale, &s.status)>{status_label(locale, &s.status)}</dd>
                 <dt>{t!(i18n, report.exit_code)}</dt><dd>{s.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "—".into())}</dd>
                 <dt>{t!(i18n, run.duration)}</dt><dd>{s.duration_ms} " ms"</dd>
+                {(!s.replica.is_empty()).then(|| view! { <dt>{t!(i18n, history.replica)}</dt><dd data-testid="run-replica">{s.replica.clone()}</dd> })}
                 <dt>{t!(i18n, run.io)}</dt><dd>{td_string!(locale, run.io_bytes, input = s.input_bytes, output = s.output_bytes).to_string()}</dd>
                 <dt>{t!(i18n, run.sha)}</dt><dd class="mono">{detail.code_sha256}</dd>
             </dl>

@@ -160,15 +160,20 @@ pub fn sha256(text: &str) -> String {
         .collect()
 }
 
-pub async fn record(pool: &AnyPool, run: &NewExecution<'_>) -> Result<i64, sqlx::Error> {
+/// Writes one run's row, noting `replica` (the console that ran it) beside it.
+pub async fn record(
+    pool: &AnyPool,
+    run: &NewExecution<'_>,
+    replica: &str,
+) -> Result<i64, sqlx::Error> {
     // Committed explicitly: a `returning` row read in autocommit mode is no proof that the
     // write was committed (sqlx#2099).
     let mut tx = pool.begin().await?;
     let id = sqlx::query_scalar(
         "insert into execution (caller, caller_kind, source, provider, language, status, exit_code, \
          duration_ms, code_sha256, input_bytes, output_bytes, error, code, stdout, stderr, egress, \
-         created_at, updated_at) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17) \
+         created_at, updated_at, replica) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17, $18) \
          returning id",
     )
     .bind(&run.caller.name)
@@ -190,6 +195,7 @@ pub async fn record(pool: &AnyPool, run: &NewExecution<'_>) -> Result<i64, sqlx:
     // The console's clock, as every query that looks back in time uses (a database server's
     // clock may be set differently).
     .bind(super::clock::now())
+    .bind(replica)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -197,7 +203,7 @@ pub async fn record(pool: &AnyPool, run: &NewExecution<'_>) -> Result<i64, sqlx:
 }
 
 const SUMMARY: &str = "id, created_at, caller, caller_kind, source, provider, language, status, \
-                       exit_code, duration_ms, input_bytes, output_bytes";
+                       exit_code, duration_ms, input_bytes, output_bytes, replica";
 
 /// Why a history query gave no rows: a filter the admin must fix, or the database.
 #[derive(Debug, thiserror::Error)]
@@ -240,6 +246,7 @@ fn conditions(filter: &HistoryFilter) -> Result<(String, Vec<String>), String> {
         ("provider", &filter.provider),
         ("status", &filter.status),
         ("caller", &filter.caller),
+        ("replica", &filter.replica),
     ] {
         if !value.trim().is_empty() {
             binds.push(value.trim().to_owned());
@@ -337,7 +344,7 @@ pub async fn detail(pool: &AnyPool, id: i64) -> Result<Option<ExecutionDetail>, 
 /// The distinct values of a column, for filter menus.
 pub async fn distinct(pool: &AnyPool, column: &str) -> Result<Vec<String>, sqlx::Error> {
     let column = match column {
-        "provider" | "status" => column,
+        "provider" | "status" | "replica" => column,
         _ => return Ok(Vec::new()),
     };
     // A loose index scan: each step seeks the next value in the column's index, so the cost
@@ -476,7 +483,7 @@ mod tests {
             content: None,
             egress: None,
         };
-        record(pool, &row).await.unwrap();
+        record(pool, &row, "test-replica").await.unwrap();
     }
 
     #[tokio::test]
@@ -524,6 +531,19 @@ mod tests {
 
         assert_eq!(providers, ["docker", "e2b", "local"]);
         assert_eq!(statuses, ["success", "timeout"]);
+        assert_eq!(distinct(&pool, "replica").await.unwrap(), ["test-replica"]);
+        let replica_plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(
+            "explain query plan select min(replica) from execution where replica > 'a'",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        assert!(
+            replica_plan
+                .iter()
+                .any(|(_, _, _, step)| step.contains("execution_replica")),
+            "{replica_plan:?}"
+        );
         assert!(
             plan.iter()
                 .any(|(_, _, _, step)| step.contains("execution_provider")),

@@ -162,7 +162,7 @@ pub async fn export_audit_csv(
 
 fn to_csv(rows: &[ExecutionSummary]) -> String {
     let mut out = String::from(
-        "id,created_at,caller,caller_kind,source,provider,language,status,exit_code,duration_ms,input_bytes,output_bytes\n",
+        "id,created_at,caller,caller_kind,source,provider,language,status,exit_code,duration_ms,input_bytes,output_bytes,replica\n",
     );
     for r in rows {
         let line = [
@@ -178,6 +178,7 @@ fn to_csv(rows: &[ExecutionSummary]) -> String {
             r.duration_ms.to_string(),
             r.input_bytes.to_string(),
             r.output_bytes.to_string(),
+            field(&r.replica),
         ]
         .join(",");
         out.push_str(&line);
@@ -196,7 +197,8 @@ mod tests {
         let mut row: ExecutionSummary = serde_json::from_value(serde_json::json!({
             "id": 1, "created_at": "2026-12-03T10:00:00.000Z", "caller": "=HYPERLINK(\"http://x\")",
             "caller_kind": "cli", "source": "+1", "provider": "-2", "language": "@SUM(A1)",
-            "status": "success", "exit_code": -124, "duration_ms": 5, "input_bytes": 1, "output_bytes": 2
+            "status": "success", "exit_code": -124, "duration_ms": 5, "input_bytes": 1, "output_bytes": 2,
+            "replica": "=cmd"
         }))
         .unwrap();
         row.status = "\t=1".into();
@@ -206,7 +208,7 @@ mod tests {
 
         assert_eq!(
             line,
-            "1,2026-12-03T10:00:00.000Z,\"'=HYPERLINK(\"\"http://x\"\")\",cli,'+1,'-2,'@SUM(A1),'\t=1,-124,5,1,2"
+            "1,2026-12-03T10:00:00.000Z,\"'=HYPERLINK(\"\"http://x\"\")\",cli,'+1,'-2,'@SUM(A1),'\t=1,-124,5,1,2,'=cmd"
         );
     }
 }

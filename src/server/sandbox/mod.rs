@@ -134,6 +134,12 @@ impl SandboxService {
         self
     }
 
+    /// Notes `replica` (this console's name among replicas) beside every run it records.
+    pub fn with_replica(mut self, replica: &str) -> Self {
+        self.history = self.history.with_replica(replica);
+        self
+    }
+
     /// Warms the active provider now and every provider that becomes active later (pools of
     /// warm sandboxes): what a long-running server wants, not a one-shot CLI command.
     pub fn with_warm_up(mut self) -> Self {

@@ -45,6 +45,12 @@ pub async fn execution_history(
         statuses: execution::distinct(pool, "status")
             .await
             .map_err(internal)?,
+        replicas: execution::distinct(pool, "replica")
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .filter(|name| !name.is_empty())
+            .collect(),
         settings: crate::server::history::settings(pool)
             .await
             .map_err(internal)?,
