@@ -22,14 +22,20 @@ pins="kubernetes-validate==1.37.0 check-jsonschema==0.39.0 dockerfile-parse==2.0
 tools=${SANDBOX_CONSOLE_DEPLOY_TOOLS:-$HOME/.cache/sandbox-console/deploy-tools-$(printf %s "$pins" | sha256sum | cut -c1-12)}
 image=sandbox-console:local
 base=sandbox-console-base:local
-# Bumped when build_base changes, so an older base is rebuilt.
-base_version=1
-label=sandbox-console.deploy-test=1
+# Bumped when build_base changes, so an older base is rebuilt (it is also rebuilt when the
+# libraries the binary links change).
+base_version=2
+# Everything one `run` starts carries its id (this shell's pid), so runs never touch each
+# other's containers and a later run can reap what a killed one left.
+run_id=$$
+label_key=sandbox-console.deploy-test
+label=$label_key=$run_id
 
 install_tools() {
   if [ ! -x "$tools/bin/hadolint" ]; then
     log "installing the validators into $tools: $pins"
-    rm -rf "$tools"
+    # Only our own cache directory is cleared; a directory given by hand is left alone.
+    [ -n "${SANDBOX_CONSOLE_DEPLOY_TOOLS:-}" ] || rm -rf "$tools"
     /usr/bin/python3.11 -m venv "$tools"
     # shellcheck disable=SC2086
     "$tools/bin/pip" install --quiet --disable-pip-version-check $pins
@@ -67,8 +73,9 @@ check() {
 # the binary links, CA certificates, a passwd entry and the data directory owned by 10001.
 build_base() {
   local binary=$1
+  local want; want="$base_version-$(ldd "$binary" | awk '{print $1, $3}' | sha256sum | cut -c1-12)"
   local have; have=$(docker image inspect -f '{{index .Config.Labels "sandbox-console.base-version"}}' "$base" 2>/dev/null || true)
-  [ "$have" = "$base_version" ] && return
+  [ "$have" = "$want" ] && return
   local dir; dir=$(mktemp -d)
   mkdir -p "$dir"/usr/{bin,lib,lib64,sbin} "$dir"/{etc/ssl/certs,tmp,var/lib/sandbox-console}
   for d in bin lib lib64 sbin; do ln -s usr/$d "$dir/$d"; done
@@ -82,7 +89,7 @@ build_base() {
   chmod 1777 "$dir/tmp"
   chown 10001:10001 "$dir/var/lib/sandbox-console"
   chmod 0700 "$dir/var/lib/sandbox-console"
-  tar -C "$dir" --numeric-owner -c . | docker import -c "LABEL sandbox-console.base-version=$base_version" - "$base" >/dev/null
+  tar -C "$dir" --numeric-owner -c . | docker import -c "LABEL sandbox-console.base-version=$want" - "$base" >/dev/null
   rm -rf "$dir"
   log "built $base from this host's libraries"
 }
@@ -97,21 +104,24 @@ default_binary() {
 
 # The Dockerfile's final stage, built on that base from a binary built here. BuildKit would
 # skip the stages that pull registry images by itself, but this machine's docker CLI has no
-# buildx, so the classic builder gets the same Dockerfile without those two stages.
+# buildx, so the classic builder gets the same Dockerfile without those two stages, in a
+# context that holds only the binary.
 build_image() {
   local binary=${1:-$(default_binary)}
   [ -x "$binary" ] || fail "no binary at $binary (scripts/build.sh first)"
   build_base "$binary"
-  local dockerfile; dockerfile=$(mktemp)
+  local context; context=$(mktemp -d)
   awk '/^FROM /{ keep = ($0 !~ / AS (release|runtime-base)$/); seen_from = 1 } keep || !seen_from { print }' \
-    Dockerfile >"$dockerfile"
-  grep -q '^FROM \${BASE}$' "$dockerfile" && grep -q '^FROM scratch AS prebuilt$' "$dockerfile" \
-    || { rm -f "$dockerfile"; fail "the Dockerfile's stages are not the ones this script expects"; }
+    Dockerfile >"$context/Dockerfile"
+  grep -q '^FROM \${BASE}$' "$context/Dockerfile" && grep -q '^FROM scratch AS prebuilt$' "$context/Dockerfile" \
+    || { rm -rf "$context"; fail "the Dockerfile's stages are not the ones this script expects"; }
+  cp "$binary" "$context/sandbox-console"
   log "building $image from $binary (the Dockerfile's final stage, on $base)"
-  DOCKER_BUILDKIT=0 docker build --quiet -f "$dockerfile" --build-arg BASE="$base" --build-arg BINARY=prebuilt \
-    --build-arg PREBUILT="$binary" --label "sandbox-console.binary=$binary" -t "$image" . >/dev/null 2>"$dockerfile.log" \
-    || { cat "$dockerfile.log" >&2; rm -f "$dockerfile" "$dockerfile.log"; fail "docker build"; }
-  rm -f "$dockerfile" "$dockerfile.log"
+  DOCKER_BUILDKIT=0 docker build --quiet --build-arg BASE="$base" --build-arg BINARY=prebuilt \
+    --build-arg PREBUILT=sandbox-console --label "sandbox-console.binary=$binary" -t "$image" \
+    "$context" >/dev/null 2>"$context/build.log" \
+    || { cat "$context/build.log" >&2; rm -rf "$context"; fail "docker build"; }
+  rm -rf "$context"
   # The image this replaced (each build of a new binary leaves one behind).
   docker image prune -f --filter "label=sandbox-console.binary" >/dev/null
   log "built $image ($(docker image inspect -f '{{.Size}}' "$image" | awk '{printf "%.0f MB", $1/1e6}'))"
@@ -122,16 +132,36 @@ free_port() { /usr/bin/python3.11 -c 'import socket; s=socket.socket(); s.bind((
 # ---- run: two replicas of the image on PostgreSQL (TCP, TLS, password) behind Caddy --------
 work=""
 pg_bin=/usr/lib/postgresql/15/bin
-cleanup() {
-  local ids; ids=$(docker ps -aq --filter "label=$label" 2>/dev/null || true)
+# Stops what the run with id $1 started: its containers and volumes, its Caddy and its
+# PostgreSQL cluster (found through the work directory that names the run).
+reap() {
+  local id=$1 dir=$2
+  local ids; ids=$(docker ps -aq --filter "label=$label_key=$id" 2>/dev/null || true)
   [ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1 || true
-  local volumes; volumes=$(docker volume ls -q --filter "label=$label" 2>/dev/null || true)
+  local volumes; volumes=$(docker volume ls -q --filter "label=$label_key=$id" 2>/dev/null || true)
   [ -z "$volumes" ] || docker volume rm $volumes >/dev/null 2>&1 || true
-  if [ -n "$work" ]; then
-    [ -f "$work/caddy.pid" ] && kill "$(cat "$work/caddy.pid")" 2>/dev/null || true
-    [ -f "$work/pg/data/postmaster.pid" ] && runuser -u postgres -- "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
-    rm -rf "$work"
+  [ -n "$dir" ] && [ -d "$dir" ] || return 0
+  if [ -f "$dir/caddy.pid" ]; then
+    local caddy; caddy=$(cat "$dir/caddy.pid")
+    kill "$caddy" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$caddy" 2>/dev/null || break; sleep 0.1; done
   fi
+  [ -f "$dir/pg/data/postmaster.pid" ] && runuser -u postgres -- "$pg_bin/pg_ctl" -D "$dir/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+cleanup() { reap "$run_id" "$work"; }
+
+# What earlier runs that were killed left behind (their shell is gone).
+reap_leftovers() {
+  local dir id
+  for dir in /tmp/sandbox-console-deploy.*; do
+    [ -f "$dir/run-id" ] || continue
+    id=$(cat "$dir/run-id")
+    kill -0 "$id" 2>/dev/null || { log "removing what run $id left behind"; reap "$id" "$dir"; }
+  done
+  for id in $(docker ps -a --filter "label=$label_key" --format "{{.Label \"$label_key\"}}" 2>/dev/null | sort -u); do
+    kill -0 "$id" 2>/dev/null || reap "$id" ""
+  done
 }
 
 start_postgres() {
@@ -172,10 +202,10 @@ start_replica() {
   if [ "$(docker image inspect -f '{{index .Config.Labels "sandbox-console.binary"}}' "$image")" != target/release/sandbox-console ]; then
     site=(-v "$PWD/target/site:$PWD/target/site:ro")
   fi
-  docker volume create --label "$label" "sc-deploy-$name" >/dev/null
-  docker run -d --name "sc-deploy-$name" --label "$label" --network host --read-only --tmpfs /tmp \
+  docker volume create --label "$label" "sc-deploy-$run_id-$name" >/dev/null
+  docker run -d --name "sc-deploy-$run_id-$name" --label "$label" --network host --read-only --tmpfs /tmp \
     --cap-drop ALL --security-opt no-new-privileges:true \
-    -v "sc-deploy-$name:/var/lib/sandbox-console" -v "$work/certs/ca.pem:/certs/ca.pem:ro" "${site[@]}" \
+    -v "sc-deploy-$run_id-$name:/var/lib/sandbox-console" -v "$work/certs:/certs:ro" "${site[@]}" \
     -e SANDBOX_CONSOLE_LISTEN="127.0.0.1:$port" -e SANDBOX_CONSOLE_REPLICA_NAME="$name" \
     -e DATABASE_URL="$database_url" -e SANDBOX_CONSOLE_SECRET_KEY="$secret_key" \
     -e ADMIN_PASSWORD="$admin_password" -e SANDBOX_CONSOLE_PUBLIC_URL="https://localhost:$caddy_port" \
@@ -186,12 +216,12 @@ start_replica() {
 wait_healthy() {
   local name=$1 status=""
   for _ in $(seq 1 90); do
-    status=$(docker inspect -f '{{.State.Health.Status}}' "sc-deploy-$name")
+    status=$(docker inspect -f '{{.State.Health.Status}}' "sc-deploy-$run_id-$name")
     [ "$status" = healthy ] && return
-    [ "$(docker inspect -f '{{.State.Running}}' "sc-deploy-$name")" = true ] || break
+    [ "$(docker inspect -f '{{.State.Running}}' "sc-deploy-$run_id-$name")" = true ] || break
     sleep 0.5
   done
-  docker logs "sc-deploy-$name" 2>&1 | tail -20 >&2
+  docker logs "sc-deploy-$run_id-$name" 2>&1 | tail -20 >&2
   fail "replica $name is not healthy (health: $status)"
 }
 
@@ -203,8 +233,10 @@ through_proxy() {
 run() {
   [ "$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null)" ] || fail "no $image: run scripts/deploy.sh image first"
   command -v caddy >/dev/null || install_tools
+  reap_leftovers
   work=$(mktemp -d /tmp/sandbox-console-deploy.XXXXXX)
   chmod 0755 "$work"
+  echo "$run_id" >"$work/run-id"
   trap cleanup EXIT
   local pg_port port_a port_b
   pg_port=$(free_port); port_a=$(free_port); port_b=$(free_port); caddy_port=$(free_port)
@@ -222,8 +254,8 @@ run() {
   wait_healthy console-b
   for name in console-a console-b; do
     local user pid uid
-    user=$(docker inspect -f '{{.Config.User}}' "sc-deploy-$name")
-    pid=$(docker inspect -f '{{.State.Pid}}' "sc-deploy-$name")
+    user=$(docker inspect -f '{{.Config.User}}' "sc-deploy-$run_id-$name")
+    pid=$(docker inspect -f '{{.State.Pid}}' "sc-deploy-$run_id-$name")
     uid=$(awk '/^Uid:/{print $2}' "/proc/$pid/status")
     [ "$user" = 10001:10001 ] && [ "$uid" = 10001 ] || fail "$name runs as uid $uid (image user $user), not 10001"
   done
@@ -280,27 +312,33 @@ run() {
   [ "${#seen[@]}" = 2 ] || fail "round robin should reach both replicas; reached: ${!seen[*]}"
   log "one session and one API key served by both replicas: ${!seen[*]}"
 
-  docker kill sc-deploy-console-a >/dev/null
+  docker kill "sc-deploy-$run_id-console-a" >/dev/null
   for i in $(seq 1 10); do
     status=$(through_proxy -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $key" "$origin/api/v1/providers")
     [ "$status" = 200 ] || fail "request $i after console-a was killed answered $status"
   done
   log "console-a killed: 10 requests through Caddy all answered by console-b"
 
-  # A console that cannot use its settings says so and stops: without TLS (the server
-  # accepts TLS only), and with the sample Secret's placeholder key.
+  # A console that cannot use its settings says so and stops (each within 60 s): without TLS
+  # (the server accepts TLS only), with a CA that did not sign the server's certificate, and
+  # with the sample Secret's placeholder key.
+  refused() {
+    timeout 60 docker run --rm --label "$label" --network host -e SANDBOX_CONSOLE_LISTEN=127.0.0.1:0 \
+      -v "$work/certs:/certs:ro" "$@" "$image" 2>&1 && fail "a console started with: $*"
+    [ $? -ne 124 ] || fail "a console with bad settings neither started nor stopped in 60 s: $*"
+  }
   local out
-  out=$(docker run --rm --label "$label" --network host -e DATABASE_URL="${database_url%%\?*}?sslmode=disable" \
-        -e SANDBOX_CONSOLE_SECRET_KEY="$secret_key" -e SANDBOX_CONSOLE_LISTEN=127.0.0.1:0 "$image" 2>&1) \
-    && fail "a console without TLS to PostgreSQL started"
+  out=$(refused -e DATABASE_URL="${database_url%%\?*}?sslmode=disable" -e SANDBOX_CONSOLE_SECRET_KEY="$secret_key")
   grep -q "no encryption" <<<"$out" || fail "without TLS, expected PostgreSQL's refusal: $out"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=another CA" \
+    -keyout "$work/certs/other.key" -out "$work/certs/other.pem" 2>/dev/null
+  chmod 0644 "$work/certs/other.pem"
+  out=$(refused -e DATABASE_URL="${database_url/ca.pem/other.pem}" -e SANDBOX_CONSOLE_SECRET_KEY="$secret_key")
+  grep -qi "certificate" <<<"$out" || fail "with a CA that did not sign the server's certificate: $out"
   local placeholder; placeholder=$(awk '/secret-key:/{sub(/^ *secret-key: */,""); print}' deploy/kubernetes/secret.yaml)
-  out=$(docker run --rm --label "$label" --network host -e DATABASE_URL="$database_url" \
-        -v "$work/certs/ca.pem:/certs/ca.pem:ro" -e SANDBOX_CONSOLE_SECRET_KEY="$placeholder" \
-        -e SANDBOX_CONSOLE_LISTEN=127.0.0.1:0 "$image" 2>&1) \
-    && fail "a console with the sample Secret's placeholder key started"
+  out=$(refused -e DATABASE_URL="$database_url" -e SANDBOX_CONSOLE_SECRET_KEY="$placeholder")
   grep -q "SANDBOX_CONSOLE_SECRET_KEY is not base64" <<<"$out" || fail "placeholder key: $out"
-  log "refused clearly: PostgreSQL without TLS, and the sample Secret's placeholder key"
+  log "refused clearly: PostgreSQL without TLS, a server certificate from another CA, the sample Secret's placeholder key"
   log "ok"
 }
 

@@ -321,9 +321,12 @@ def check_kubernetes(folder, docs_by_file, kustomization, problems):
         problems.need((env.get("SANDBOX_CONSOLE_REPLICA_NAME") or {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.name",
                       where, "each replica is named after its pod")
         problems.need((env.get("SANDBOX_CONSOLE_SECURE_COOKIES") or {}).get("value") == "true", where, "Secure cookies")
+        # Kubernetes counts the preStop sleep inside the grace period; after SIGTERM the console
+        # takes its shutdown grace plus 5 s of draining.
         grace = int(((env.get("SANDBOX_CONSOLE_SHUTDOWN_GRACE_SECS") or {}).get("value")) or 30)
-        problems.need(pod_spec.get("terminationGracePeriodSeconds", 30) > grace + 5, where,
-                      "terminationGracePeriodSeconds must exceed the console's shutdown grace plus its drain")
+        pre_stop = (((container.get("lifecycle") or {}).get("preStop") or {}).get("sleep") or {}).get("seconds", 0)
+        problems.need(pod_spec.get("terminationGracePeriodSeconds", 30) > pre_stop + grace + 5, where,
+                      "terminationGracePeriodSeconds must exceed the preStop sleep, the console's shutdown grace and its drain")
         strategy = (spec.get("strategy") or {}).get("rollingUpdate") or {}
         problems.need(strategy.get("maxUnavailable") == 0, where, "rolling updates must keep every replica serving")
         for kind in ("Service", "PodDisruptionBudget", "NetworkPolicy"):
@@ -454,40 +457,80 @@ def self_test(loaded):
     def deployment_container(docs):
         return find(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
 
+    # Each broken variant, and words the complaint about it must contain (so a variant caught
+    # by some other rule by accident does not count).
     mutations = {
-        "the final stage runs as root": lambda s: s.__setitem__(0, s[0].replace("USER 10001:10001", "USER 0")),
-        "no HEALTHCHECK": lambda s: s.__setitem__(0, re.sub(r"HEALTHCHECK[^\n]*\\\n[^\n]*\n", "", s[0])),
-        "an untagged base image": lambda s: s.__setitem__(0, s[0].replace("debian:bookworm-slim", "debian")),
-        "a console publishes a port": lambda s: s[1]["services"]["console-a"].__setitem__("ports", ["3000:3000"]),
-        "replicas with different secret keys": lambda s: s[1]["services"]["console-b"]["environment"].__setitem__(
-            "SANDBOX_CONSOLE_SECRET_KEY", "other"),
-        "a sticky proxy": lambda s: find_handlers(s[2], "reverse_proxy")[0]["load_balancing"]["selection_policy"].__setitem__(
-            "policy", "cookie"),
-        "no HSTS": lambda s: [h.get("response", {}).get("set", {}).pop("Strict-Transport-Security", None)
-                              for h in find_handlers(s[2], "headers")],
-        "a readiness probe on the wrong path": mutate_k8s(
-            lambda d: deployment_container(d)["readinessProbe"]["httpGet"].__setitem__("path", "/")),
-        "an unknown field in a pod": mutate_k8s(lambda d: deployment_container(d).__setitem__("imagePullPolicyy", "x")),
-        "a Secret key the Deployment reads is missing": mutate_k8s(lambda d: find(d, "Secret")["stringData"].pop("database-url")),
-        "a Service that selects nothing": mutate_k8s(
+        "the final stage runs as root": (
+            lambda s: s.__setitem__(0, s[0].replace("USER 10001:10001", "USER 0")), "not a numeric non-root user"),
+        "no HEALTHCHECK": (
+            lambda s: s.__setitem__(0, re.sub(r"HEALTHCHECK[^\n]*\\\n[^\n]*\n", "", s[0])), "HEALTHCHECK"),
+        "an untagged base image": (
+            lambda s: s.__setitem__(0, s[0].replace("debian:bookworm-slim", "debian")), "pinned tag"),
+        "a RUN in the final stage": (
+            lambda s: s.__setitem__(0, s[0].replace("USER 10001:10001", "RUN true\nUSER 10001:10001")), "must not RUN"),
+        "a console publishes a port": (
+            lambda s: s[1]["services"]["console-a"].__setitem__("ports", ["3000:3000"]), "must not publish ports"),
+        "replicas with different secret keys": (
+            lambda s: s[1]["services"]["console-b"]["environment"].__setitem__(
+                "SANDBOX_CONSOLE_SECRET_KEY", "${OTHER_KEY:?required}"), "same SANDBOX_CONSOLE_SECRET_KEY"),
+        "a replica trusting another proxy address": (
+            lambda s: s[1]["services"]["console-b"]["environment"].__setitem__(
+                "SANDBOX_CONSOLE_TRUSTED_PROXIES", "172.30.0.0/24"), "the proxy's own address"),
+        "a database network open to the outside": (
+            lambda s: s[1]["networks"]["database"].pop("internal"), "must be internal"),
+        "a replica the proxy does not balance to": (
+            lambda s: s[1]["services"]["proxy"]["environment"].__setitem__("CONSOLE_UPSTREAMS", "console-a:3000"),
+            "must name every console replica"),
+        "a sticky proxy": (
+            lambda s: find_handlers(s[2], "reverse_proxy")[0]["load_balancing"]["selection_policy"].__setitem__(
+                "policy", "cookie"), "no sticky sessions"),
+        "no HSTS": (
+            lambda s: [h.get("response", {}).get("set", {}).pop("Strict-Transport-Security", None)
+                       for h in find_handlers(s[2], "headers")], "HSTS"),
+        "a readiness probe on the wrong path": (mutate_k8s(
+            lambda d: deployment_container(d)["readinessProbe"]["httpGet"].__setitem__("path", "/")), "readinessProbe"),
+        "an unknown field in a pod": (mutate_k8s(
+            lambda d: deployment_container(d).__setitem__("imagePullPolicyy", "x")), "imagePullPolicyy"),
+        "a Secret key the Deployment reads is missing": (mutate_k8s(
+            lambda d: find(d, "Secret")["stringData"].pop("database-url")), "has no key database-url"),
+        "a Service that selects nothing": (mutate_k8s(
             lambda d: find(d, "Service")["spec"]["selector"].__setitem__("app.kubernetes.io/component", "other")),
-        "a warm pool naming no template": mutate_k8s(
+            "must select the console pods"),
+        "a grace period shorter than the console's shutdown": (mutate_k8s(
+            lambda d: find(d, "Deployment")["spec"]["template"]["spec"].__setitem__("terminationGracePeriodSeconds", 36)),
+            "terminationGracePeriodSeconds"),
+        "a disruption budget that lets every replica go": (mutate_k8s(
+            lambda d: find(d, "PodDisruptionBudget")["spec"].__setitem__("minAvailable", 0)), "keep one replica up"),
+        "a network policy opening another port": (mutate_k8s(
+            lambda d: find(d, "NetworkPolicy")["spec"]["ingress"][0]["ports"].append({"protocol": "TCP", "port": 22})),
+            "only port 3000"),
+        "egress to every port": (mutate_k8s(
+            lambda d: find(d, "NetworkPolicy")["spec"]["egress"].append({"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]})),
+            "must name its ports"),
+        "an object in a namespace not defined here": (mutate_k8s(
+            lambda d: find(d, "Service")["metadata"].__setitem__("namespace", "default")), "is not one of"),
+        "a warm pool naming no template": (mutate_k8s(
             lambda d: find(d, "SandboxWarmPool")["spec"]["sandboxTemplateRef"].__setitem__("name", "missing")),
-        "an unknown SandboxTemplate field": mutate_k8s(lambda d: find(d, "SandboxTemplate")["spec"].__setitem__("replicas", 1)),
-        "a sandbox pod without gVisor": mutate_k8s(
+            "must name a SandboxTemplate"),
+        "an unknown SandboxTemplate field": (mutate_k8s(
+            lambda d: find(d, "SandboxTemplate")["spec"].__setitem__("replicas", 1)), "unknown SandboxTemplate fields"),
+        "a sandbox pod without gVisor": (mutate_k8s(
             lambda d: find(d, "SandboxTemplate")["spec"]["podTemplate"]["spec"].pop("runtimeClassName")),
-        "a sandbox container that may escalate": mutate_k8s(
+            "RuntimeClass defined here"),
+        "a sandbox container that may escalate": (mutate_k8s(
             lambda d: find(d, "SandboxTemplate")["spec"]["podTemplate"]["spec"]["containers"][0]["securityContext"].__setitem__(
-                "allowPrivilegeEscalation", True)),
-        "a bad sandbox network rule": mutate_k8s(
+                "allowPrivilegeEscalation", True)), "allowPrivilegeEscalation"),
+        "a bad sandbox network rule": (mutate_k8s(
             lambda d: find(d, "SandboxTemplate")["spec"]["networkPolicy"].__setitem__("egress", [{"to": "everyone"}])),
+            "spec.networkPolicy"),
     }
     failures = []
-    for name, mutation in mutations.items():
+    for name, (mutation, expected) in mutations.items():
         state = list(copy.deepcopy(loaded))
         mutation(state)
-        if not check_all(*state):
-            failures.append(name)
+        complaints = check_all(*state)
+        if not any(expected in complaint for complaint in complaints):
+            failures.append(f"{name} (complaints: {complaints})")
     return len(mutations), failures
 
 
@@ -507,7 +550,7 @@ def main():
         if failures:
             print(f"deploy check: these broken files passed: {failures}", file=sys.stderr)
             sys.exit(1)
-        print(f"deploy check: all {count} deliberately broken variants were caught")
+        print(f"deploy check: all {count} deliberately broken variants were caught, each by its own rule")
 
 
 if __name__ == "__main__":

@@ -133,9 +133,36 @@ pub struct Load {
 /// Any 32 bytes, base64: replicas on one database must share the key.
 const SECRET_KEY: &str = "YmVuY2ggcmVwbGljYXMgc2hhcmUgdGhpcyBrZXkhISE=";
 
+/// The consoles of one load run, stopped (gracefully, within a bound) however it ends.
+#[derive(Default)]
+struct Running {
+    stops: Vec<tokio::sync::oneshot::Sender<()>>,
+    servers: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+    data_dirs: Vec<tempfile::TempDir>,
+}
+
+impl Running {
+    async fn stop(self) {
+        for stop in self.stops {
+            let _ = stop.send(());
+        }
+        for server in self.servers {
+            // Nothing is in flight by now: a console stops at once; the bound is for a bug.
+            if tokio::time::timeout(Duration::from_secs(40), server)
+                .await
+                .is_err()
+            {
+                eprintln!("replicas: a console did not stop within 40 s");
+            }
+        }
+        drop(self.data_dirs);
+    }
+}
+
 /// `replicas` consoles on a fresh schema of the PostgreSQL server at `server`, provider `kind`
 /// active, `requests` runs from `clients` concurrent clients spread round-robin over them
-/// (after `warm` runs per replica that are not counted).
+/// (after `warm` runs per replica that are not counted). The consoles are stopped and the
+/// schema dropped afterwards, also when a step fails.
 pub async fn load(
     server: &str,
     registry: fn() -> Registry,
@@ -155,25 +182,65 @@ pub async fn load(
         .await?;
     let separator = if server.contains('?') { '&' } else { '?' };
     let url = format!("{server}{separator}options[search_path]={schema}");
+    let mut running = Running::default();
+    let measured = measure(
+        &url,
+        &mut running,
+        registry,
+        kind,
+        replicas,
+        clients,
+        requests,
+        warm,
+    )
+    .await;
+    running.stop().await;
+    sqlx::query(&format!("drop schema if exists {schema} cascade"))
+        .execute(&admin)
+        .await?;
+    let (mut samples, elapsed) = measured?;
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    Ok(Load {
+        per_second: samples.len() as f64 / elapsed,
+        p50_ms: at(0.50),
+        p99_ms: at(0.99),
+    })
+}
 
+/// Starts the consoles (into `running`), makes `kind` active, warms up, then runs the load:
+/// each request's latency in ms, and the seconds the load took.
+#[allow(clippy::too_many_arguments)]
+async fn measure(
+    url: &str,
+    running: &mut Running,
+    registry: fn() -> Registry,
+    kind: &'static str,
+    replicas: usize,
+    clients: usize,
+    requests: usize,
+    warm: usize,
+) -> anyhow::Result<(Vec<f64>, f64)> {
     let mut addresses = Vec::new();
-    let mut servers = Vec::new();
     let mut first_state = None;
-    let mut data_dirs = Vec::new();
     for index in 0..replicas {
         let data = tempfile::tempdir()?;
         let mut config = Config::with_data_dir(data.path());
         config.listen = "127.0.0.1:0".parse()?;
-        config.database_url = Some(url.clone());
+        config.database_url = Some(url.to_owned());
         config.secret_key = Some(SECRET_KEY.into());
         config.admin_password = Some("benchmark admin password".into());
         config.replica_name = Some(format!("bench-{index}"));
         config.build_default_environment = false;
+        running.data_dirs.push(data);
         let app = Application::build_with_registry(config, registry()).await?;
         addresses.push(format!("http://127.0.0.1:{}/api/v1/execute", app.port()));
         first_state.get_or_insert_with(|| app.state().clone());
-        servers.push(tokio::spawn(app.run_until_stopped()));
-        data_dirs.push(data);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        running.stops.push(stop);
+        running.servers.push(tokio::spawn(app.run_until(async move {
+            let _ = stopped.await;
+        })));
     }
     let state = first_state.expect("at least one replica");
     let saved = state
@@ -200,6 +267,7 @@ pub async fn load(
     )
     .await?
     .key;
+    drop(state);
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
         .pool_max_idle_per_host(clients)
@@ -252,21 +320,5 @@ pub async fn load(
     for worker in workers {
         samples.extend(worker.await??);
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    for server in servers {
-        server.abort();
-    }
-    drop(state);
-    sqlx::query(&format!("drop schema if exists {schema} cascade"))
-        .execute(&admin)
-        .await?;
-    drop(data_dirs);
-
-    samples.sort_by(f64::total_cmp);
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-    Ok(Load {
-        per_second: samples.len() as f64 / elapsed,
-        p50_ms: at(0.50),
-        p99_ms: at(0.99),
-    })
+    Ok((samples, started.elapsed().as_secs_f64()))
 }

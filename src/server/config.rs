@@ -435,6 +435,21 @@ impl Config {
         cli.config
     }
 
+    /// The replica the history notes beside this process's runs: on PostgreSQL (where
+    /// replicas exist) the replica name, and for a command (`exec`) `--replica-name` or `cli`;
+    /// on SQLite nothing, as one console's default name changes with every start.
+    pub fn history_replica(&self, command: bool) -> String {
+        if crate::server::db::Backend::of_url(&self.database_url())
+            != Some(crate::server::db::Backend::Postgres)
+        {
+            return String::new();
+        }
+        match (&self.replica_name, command) {
+            (None, true) => "cli".to_owned(),
+            _ => self.replica(),
+        }
+    }
+
     /// This console's name among replicas: `--replica-name`, else `<host name>-<pid>`.
     pub fn replica(&self) -> String {
         self.replica_name.clone().unwrap_or_else(|| {
@@ -516,5 +531,26 @@ impl std::fmt::Debug for Config {
             .field("replica_name", &self.replica_name)
             .field("housekeeping_secs", &self.housekeeping_secs)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_history_names_replicas_only_where_replicas_exist() {
+        let mut config = Config::with_data_dir("/tmp/none");
+        // SQLite: one console, whose default name changes with every start.
+        assert_eq!(config.history_replica(false), "");
+        assert_eq!(config.history_replica(true), "");
+        config.database_url = Some("postgres://console@db/console".into());
+        let server = config.history_replica(false);
+        assert!(!server.is_empty() && server != "cli", "{server}");
+        assert_eq!(server, config.replica());
+        assert_eq!(config.history_replica(true), "cli");
+        config.replica_name = Some("console-a".into());
+        assert_eq!(config.history_replica(false), "console-a");
+        assert_eq!(config.history_replica(true), "console-a");
     }
 }

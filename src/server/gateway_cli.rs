@@ -68,7 +68,7 @@ pub(crate) async fn services(
     )
     .await
     .context("cannot load the sandbox settings")?
-    .with_replica(&config.replica());
+    .with_replica(&config.history_replica(true));
     Ok((sandbox, environments))
 }
 

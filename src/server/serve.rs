@@ -59,6 +59,22 @@ pub struct Limits {
     pub trusted_proxies: Arc<[IpNet]>,
 }
 
+/// One `X-Forwarded-For` entry: an address, with or without a port (`203.0.113.7:4711`,
+/// `[2001:db8::1]:443`, `[2001:db8::1]`), as proxies write them.
+fn forwarded_ip(entry: &str) -> Option<IpAddr> {
+    let entry = entry.trim();
+    entry
+        .parse::<IpAddr>()
+        .ok()
+        .or_else(|| entry.parse::<SocketAddr>().ok().map(|at| at.ip()))
+        .or_else(|| {
+            entry
+                .strip_prefix('[')
+                .and_then(|rest| rest.strip_suffix(']'))
+                .and_then(|ip| ip.parse::<IpAddr>().ok())
+        })
+}
+
 /// The client a request comes from: the TCP peer, unless the peer is a trusted proxy; then
 /// `X-Forwarded-For` is read from its right end (each proxy appends the address it saw) and
 /// the first address that is not a trusted proxy is the client. A forged entry further left
@@ -81,7 +97,7 @@ pub fn client_address(
     for value in values.into_iter().rev() {
         let Ok(text) = value.to_str() else { break };
         for entry in text.rsplit(',') {
-            let Ok(ip) = entry.trim().parse::<IpAddr>() else {
+            let Some(ip) = forwarded_ip(entry) else {
                 return SocketAddr::new(seen, 0);
             };
             if !is_trusted(&ip) {
@@ -596,6 +612,23 @@ mod client_address_tests {
         assert_eq!(
             from("127.0.0.1:5000", &["198.51.100.1", "203.0.113.7"], &proxies),
             "203.0.113.7:0"
+        );
+        // Entries with ports, as some proxies write them.
+        assert_eq!(
+            from("127.0.0.1:5000", &["203.0.113.7:4711"], &proxies),
+            "203.0.113.7:0"
+        );
+        assert_eq!(
+            from(
+                "127.0.0.1:5000",
+                &["[2001:db8::1]:443, 10.0.0.2:80"],
+                &proxies
+            ),
+            "[2001:db8::1]:0"
+        );
+        assert_eq!(
+            from("127.0.0.1:5000", &["[2001:db8::1]"], &proxies),
+            "[2001:db8::1]:0"
         );
         // Garbage stops the walk at the last proxy seen.
         assert_eq!(

@@ -133,7 +133,7 @@ impl Application {
             .await
             .context("cannot load the sandbox settings")?
             .with_metrics(metrics.clone())
-            .with_replica(&config.replica())
+            .with_replica(&config.history_replica(false))
             .with_warm_up(),
         );
         environments.set_verifier(sandbox.clone());
