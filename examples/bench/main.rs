@@ -128,8 +128,14 @@ async fn replica_section(postgres: Option<&str>, smoke: bool) -> anyhow::Result<
         let mut measured = Vec::new();
         for count in [1usize, 3] {
             eprintln!("replicas: {kind} x {count} ...");
-            let load = replicas::load(server, bench_registry, kind, count, clients, requests, warm)
-                .await?;
+            let shape = replicas::Shape {
+                kind,
+                replicas: count,
+                clients,
+                requests,
+                warm,
+            };
+            let load = replicas::load(server, bench_registry, shape).await?;
             writeln!(
                 report,
                 "| `{kind}` | {count} | {:.0} | {:.1} | {:.1} |",

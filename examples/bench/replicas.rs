@@ -159,19 +159,21 @@ impl Running {
     }
 }
 
-/// `replicas` consoles on a fresh schema of the PostgreSQL server at `server`, provider `kind`
-/// active, `requests` runs from `clients` concurrent clients spread round-robin over them
-/// (after `warm` runs per replica that are not counted). The consoles are stopped and the
-/// schema dropped afterwards, also when a step fails.
-pub async fn load(
-    server: &str,
-    registry: fn() -> Registry,
-    kind: &'static str,
-    replicas: usize,
-    clients: usize,
-    requests: usize,
-    warm: usize,
-) -> anyhow::Result<Load> {
+/// One load run: `replicas` consoles with provider `kind` active, `requests` runs from `clients`
+/// concurrent clients spread round-robin over them, after `warm` runs per replica not counted.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub kind: &'static str,
+    pub replicas: usize,
+    pub clients: usize,
+    pub requests: usize,
+    pub warm: usize,
+}
+
+/// Runs `shape` on a fresh schema of the PostgreSQL server at `server`. The consoles are
+/// stopped and the schema dropped afterwards, also when a step fails.
+pub async fn load(server: &str, registry: fn() -> Registry, shape: Shape) -> anyhow::Result<Load> {
+    let Shape { kind, replicas, .. } = shape;
     let schema = format!("bench_{kind}_{replicas}_{}", std::process::id());
     let admin = db::connect(server).await?;
     sqlx::query(&format!("drop schema if exists {schema} cascade"))
@@ -183,17 +185,7 @@ pub async fn load(
     let separator = if server.contains('?') { '&' } else { '?' };
     let url = format!("{server}{separator}options[search_path]={schema}");
     let mut running = Running::default();
-    let measured = measure(
-        &url,
-        &mut running,
-        registry,
-        kind,
-        replicas,
-        clients,
-        requests,
-        warm,
-    )
-    .await;
+    let measured = measure(&url, &mut running, registry, shape).await;
     running.stop().await;
     sqlx::query(&format!("drop schema if exists {schema} cascade"))
         .execute(&admin)
@@ -208,19 +200,21 @@ pub async fn load(
     })
 }
 
-/// Starts the consoles (into `running`), makes `kind` active, warms up, then runs the load:
-/// each request's latency in ms, and the seconds the load took.
-#[allow(clippy::too_many_arguments)]
+/// Starts the consoles (into `running`), makes the provider active, warms up, then runs the
+/// load: each request's latency in ms, and the seconds the load took.
 async fn measure(
     url: &str,
     running: &mut Running,
     registry: fn() -> Registry,
-    kind: &'static str,
-    replicas: usize,
-    clients: usize,
-    requests: usize,
-    warm: usize,
+    shape: Shape,
 ) -> anyhow::Result<(Vec<f64>, f64)> {
+    let Shape {
+        kind,
+        replicas,
+        clients,
+        requests,
+        warm,
+    } = shape;
     let mut addresses = Vec::new();
     let mut first_state = None;
     for index in 0..replicas {
