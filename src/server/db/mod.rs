@@ -44,6 +44,19 @@ impl Backend {
         }
     }
 
+    /// The database `url` names, or the error every opener gives for anything else.
+    pub fn require(url: &str) -> Result<Self, sqlx::Error> {
+        Self::of_url(url).ok_or_else(|| {
+            sqlx::Error::Configuration(
+                format!(
+                    "the database URL must start with sqlite:// or postgres://, not {}",
+                    redacted_url(url)
+                )
+                .into(),
+            )
+        })
+    }
+
     /// The backend behind `pool`.
     pub fn of(pool: &AnyPool) -> Self {
         match pool.connect_options().database_url.scheme() {
@@ -111,15 +124,7 @@ pub async fn connect(url: &str) -> Result<AnyPool, sqlx::Error> {
 /// 5 s busy timeout. PostgreSQL: each statement may take at most 30 s.
 pub async fn connect_with(url: &str, max_connections: u32) -> Result<AnyPool, sqlx::Error> {
     sqlx::any::install_default_drivers();
-    let backend = Backend::of_url(url).ok_or_else(|| {
-        sqlx::Error::Configuration(
-            format!(
-                "the database URL must start with sqlite:// or postgres://, not {}",
-                redacted_url(url)
-            )
-            .into(),
-        )
-    })?;
+    let backend = Backend::require(url)?;
     let options = match backend {
         Backend::Sqlite => {
             let file = sqlite_file(url);
@@ -263,9 +268,7 @@ pub mod lock {
 /// when its SQLite file does not exist (nothing is created, not even the data directory).
 pub async fn connect_read_only(url: &str) -> Result<Option<AnyPool>, sqlx::Error> {
     sqlx::any::install_default_drivers();
-    let backend = Backend::of_url(url).ok_or_else(|| {
-        sqlx::Error::Configuration(format!("not a database URL: {}", redacted_url(url)).into())
-    })?;
+    let backend = Backend::require(url)?;
     let url: Cow<str> = match backend {
         Backend::Sqlite => {
             if sqlite_file(url).is_some_and(|file| !file.exists()) {

@@ -124,11 +124,8 @@ fn vault_registry() -> Registry {
     })
 }
 
-async fn vault_service(dir: &std::path::Path) -> (sqlx::AnyPool, SandboxService) {
-    let pool = db::connect(&format!("sqlite://{}", dir.join("test.db").display()))
-        .await
-        .unwrap();
-    db::migrate(&pool).await.unwrap();
+async fn vault_service() -> (tempfile::TempDir, sqlx::AnyPool, SandboxService) {
+    let (dir, pool) = db::scratch().await;
     let service = SandboxService::start(
         pool.clone(),
         vault_registry(),
@@ -136,7 +133,7 @@ async fn vault_service(dir: &std::path::Path) -> (sqlx::AnyPool, SandboxService)
     )
     .await
     .unwrap();
-    (pool, service)
+    (dir, pool, service)
 }
 
 /// The vault's settings saved by the admin.
@@ -160,8 +157,7 @@ async fn save_vault(
 
 #[tokio::test]
 async fn a_save_whose_audit_row_cannot_be_written_saves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let (pool, service) = vault_service(dir.path()).await;
+    let (_dir, pool, service) = vault_service().await;
     save_vault(&service, form("https://a", TOKEN), Expected::Absent, false)
         .await
         .unwrap();
@@ -228,8 +224,7 @@ fn credentials_in_an_endpoint_never_reach_the_audit() {
 
 #[tokio::test]
 async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
-    let dir = tempfile::tempdir().unwrap();
-    let (pool, service) = vault_service(dir.path()).await;
+    let (dir, pool, service) = vault_service().await;
 
     let first = save_vault(&service, form("https://a", TOKEN), Expected::Absent, true)
         .await
@@ -296,8 +291,7 @@ async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
 /// sent anywhere, and nothing runs on them.
 #[tokio::test]
 async fn secrets_sealed_under_another_key_are_reported_and_nothing_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let (pool, service) = vault_service(dir.path()).await;
+    let (_dir, pool, service) = vault_service().await;
     save_vault(&service, form("https://a", TOKEN), Expected::Absent, true)
         .await
         .unwrap();
