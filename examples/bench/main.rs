@@ -11,20 +11,18 @@
 //! `--smoke`: a few iterations (the test command runs this; it asserts nothing about speed).
 //! `--only replicas`: only the replica load (its section alone in the report).
 
+mod fixed;
 mod replicas;
 
-use std::{fmt::Write as _, process::Command, sync::Arc, time::Instant};
+use std::{fmt::Write as _, process::Command, time::Instant};
 
-use async_trait::async_trait;
 use sandbox_console::{
     model::{
         environment::BuildStatus,
-        execution::{ExecRequest, ExecStatus, ExecutionResult, Language, ReturnValue},
-        provider::{HealthReport, ProviderInfo},
-        schema::ConfigSchema,
+        execution::{ExecRequest, ExecStatus, Language},
         settings::SaveOutcome,
     },
-    sandbox::{providers, registry::ProviderKind, Error, Instance, SandboxProvider},
+    sandbox::{providers, Error},
     server::{
         config::Config,
         db::{
@@ -37,68 +35,11 @@ use sandbox_console::{
 };
 use serde_json::{json, Map, Value};
 
-#[derive(Debug)]
-struct Noop(ProviderInfo);
-
-fn noop_info() -> ProviderInfo {
-    ProviderInfo {
-        kind: "noop".into(),
-        name: "No-op".into(),
-        description: "Answers at once without running anything.".into(),
-        tags: vec![],
-    }
-}
-
-#[async_trait]
-impl SandboxProvider for Noop {
-    fn info(&self) -> &ProviderInfo {
-        &self.0
-    }
-    fn languages(&self) -> &[Language] {
-        &Language::ALL
-    }
-    async fn health(&self) -> HealthReport {
-        HealthReport {
-            healthy: true,
-            message: String::new(),
-            details: Map::new(),
-        }
-    }
-    async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
-        Ok(Instance {
-            id: "noop".into(),
-            language,
-            metadata: Map::new(),
-        })
-    }
-    async fn execute(&self, _: &Instance, _: &ExecRequest) -> Result<ExecutionResult, Error> {
-        Ok(ExecutionResult {
-            status: ExecStatus::Success,
-            stdout: String::new(),
-            stderr: String::new(),
-            exit_code: Some(0),
-            wall_time_ms: 0,
-            result: ReturnValue::of(json!(1)),
-            artifacts: vec![],
-            queue_wait_ms: None,
-            metadata: Map::new(),
-            egress: None,
-        })
-    }
-    async fn destroy_instance(&self, _: Instance) -> Result<(), Error> {
-        Ok(())
-    }
-}
-
-/// The product's providers plus the bench's own: `noop` and `held` (see replicas.rs).
+/// The product's providers plus the bench's own: `noop` and `held` (fixed.rs).
 fn bench_registry() -> sandbox_console::sandbox::registry::Registry {
     providers::registry()
-        .register(ProviderKind {
-            info: noop_info,
-            schema: ConfigSchema::default,
-            build: |_, _| Ok(Arc::new(Noop(noop_info()))),
-        })
-        .register(replicas::held_kind())
+        .register(fixed::noop_kind())
+        .register(fixed::held_kind())
 }
 
 /// The replica section: each provider at 1 and at 3 replicas, or why it was skipped.
@@ -116,8 +57,8 @@ async fn replica_section(postgres: Option<&str>, smoke: bool) -> anyhow::Result<
     writeln!(
         report,
         "Consoles on one PostgreSQL 15 schema (each a full console: its own listener, pool and provider), {clients} concurrent clients over loopback spreading `POST /api/v1/execute` with an API key round-robin over the replicas; every run is admitted, run and written to the shared history. `held` holds each run {} ms in one of {} slots per replica (a replica's run capacity, like local's run slots or a docker pool); `noop` answers at once (the console's own cost, which the replicas share on this machine's CPUs). {held_requests} runs with `held`, {noop_requests} with `noop`, after {warm} per replica not counted.\n",
-        replicas::HELD_FOR.as_millis(),
-        replicas::HELD_SLOTS,
+        fixed::HELD_FOR.as_millis(),
+        fixed::HELD_SLOTS,
     )?;
     writeln!(
         report,

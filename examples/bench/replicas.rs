@@ -4,10 +4,7 @@
 //! over the replicas. Every request is authorised by an API key, admitted, run and written to
 //! the shared history, as in production.
 //!
-//! Two providers defined here: `held`, which holds each run for [`HELD_FOR`] in one of
-//! [`HELD_SLOTS`] slots per replica (a replica's run capacity, as local's run slots or a
-//! docker pool are; a run waits for a slot), and `noop`, which answers at once (the console's
-//! own cost per request, which on this machine's 2 cores the replicas share).
+//! The providers are the bench's own `held` and `noop` (fixed.rs).
 
 use std::{
     sync::{
@@ -17,18 +14,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use async_trait::async_trait;
 use sandbox_console::{
-    model::{
-        execution::{ExecRequest, ExecStatus, ExecutionResult, Language, ReturnValue},
-        provider::{HealthReport, ProviderInfo},
-        schema::ConfigSchema,
-        settings::SaveOutcome,
-    },
-    sandbox::{
-        registry::{ProviderKind, Registry},
-        Error, Instance, SandboxProvider,
-    },
+    model::settings::SaveOutcome,
+    sandbox::registry::Registry,
     server::{
         config::Config,
         db::{self, api_key, execution::Actor, system_setting::Expected},
@@ -37,90 +25,6 @@ use sandbox_console::{
     },
 };
 use serde_json::{json, Map, Value};
-
-/// Runs one replica holds at once.
-pub const HELD_SLOTS: usize = 4;
-/// How long the `held` provider holds each run.
-pub const HELD_FOR: Duration = Duration::from_millis(20);
-/// A run waits this long at most for a slot.
-const SLOT_WAIT: Duration = Duration::from_secs(30);
-
-#[derive(Debug)]
-struct Held {
-    info: ProviderInfo,
-    slots: tokio::sync::Semaphore,
-}
-
-fn held_info() -> ProviderInfo {
-    ProviderInfo {
-        kind: "held".into(),
-        name: "Held".into(),
-        description: "Holds each run for a fixed time in one of a fixed number of slots.".into(),
-        tags: vec![],
-    }
-}
-
-#[async_trait]
-impl SandboxProvider for Held {
-    fn info(&self) -> &ProviderInfo {
-        &self.info
-    }
-    fn languages(&self) -> &[Language] {
-        &Language::ALL
-    }
-    async fn health(&self) -> HealthReport {
-        HealthReport {
-            healthy: true,
-            message: String::new(),
-            details: Map::new(),
-        }
-    }
-    async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
-        Ok(Instance {
-            id: "held".into(),
-            language,
-            metadata: Map::new(),
-        })
-    }
-    async fn execute(&self, _: &Instance, _: &ExecRequest) -> Result<ExecutionResult, Error> {
-        let _slot = tokio::time::timeout(SLOT_WAIT, self.slots.acquire())
-            .await
-            .map_err(|_| Error::PoolBusy {
-                retry_after: Duration::from_secs(1),
-            })?
-            .map_err(|_| Error::Backend("the slots were closed".into()))?;
-        tokio::time::sleep(HELD_FOR).await;
-        Ok(ExecutionResult {
-            status: ExecStatus::Success,
-            stdout: String::new(),
-            stderr: String::new(),
-            exit_code: Some(0),
-            wall_time_ms: HELD_FOR.as_millis() as u64,
-            result: ReturnValue::of(json!(1)),
-            artifacts: vec![],
-            queue_wait_ms: None,
-            metadata: Map::new(),
-            egress: None,
-        })
-    }
-    async fn destroy_instance(&self, _: Instance) -> Result<(), Error> {
-        Ok(())
-    }
-}
-
-/// The `held` provider kind, for the bench's registry.
-pub fn held_kind() -> ProviderKind {
-    ProviderKind {
-        info: held_info,
-        schema: ConfigSchema::default,
-        build: |_, _| {
-            Ok(Arc::new(Held {
-                info: held_info(),
-                slots: tokio::sync::Semaphore::new(HELD_SLOTS),
-            }))
-        },
-    }
-}
 
 /// What one load run measured.
 #[derive(Clone, Copy, Debug)]
