@@ -4,8 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Longest requirements text or npm list accepted, in bytes.
-pub const MAX_SPEC_BYTES: usize = 16 * 1024;
 /// Most packages one environment may list (Python and npm together).
 pub const MAX_PACKAGES: usize = 200;
 /// The name a provider's Environment field takes for "no packages: the bare interpreter".
@@ -182,174 +180,9 @@ pub fn check_name(name: &str) -> Result<String, String> {
     Ok(name.to_owned())
 }
 
-/// One requirement per line, pip syntax (`pandas`, `numpy>=2,<3`, `requests[socks]==2.32.3`,
-/// `tzdata; python_version >= "3.9"`); `#` starts a comment. Options (`-r`, `--index-url`,
-/// `-e`) and URLs or paths are refused: the package index is a console setting, and a URL
-/// would fetch from anywhere. Returns the requirements, one per line, trimmed.
-pub fn parse_requirements(text: &str) -> Result<Vec<String>, String> {
-    if text.len() > MAX_SPEC_BYTES {
-        return Err(format!(
-            "Keep the requirements under {} KiB.",
-            MAX_SPEC_BYTES / 1024
-        ));
-    }
-    let mut out = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or_default().trim();
-        if line.is_empty() {
-            continue;
-        }
-        let bad = |why: &str| Err(format!("Line {}: {why} ({line})", number + 1));
-        if line.starts_with('-') {
-            return bad("pip options are not accepted here; the package index is a setting");
-        }
-        if line.contains("://")
-            || line.contains(" @ ")
-            || line.starts_with('.')
-            || line.starts_with('/')
-        {
-            return bad("URLs and paths are not accepted; name a package from the index");
-        }
-        let name_end = line
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
-            .unwrap_or(line.len());
-        if name_end == 0 {
-            return bad("a requirement starts with a package name");
-        }
-        let rest = line[name_end..].trim_start();
-        if !(rest.is_empty() || rest.starts_with(['=', '<', '>', '!', '~', '[', ';', ','])) {
-            return bad("expected a version specifier such as ==1.2 or >=2 after the name");
-        }
-        out.push(line.to_owned());
-    }
-    Ok(out)
-}
-
-/// npm packages, one per line or separated by spaces: `axios`, `axios@1.7.9`, `lodash@^4`,
-/// `@scope/name@2`. `#` starts a comment. Git URLs, tarballs and paths are refused.
-pub fn parse_npm(text: &str) -> Result<Vec<String>, String> {
-    if text.len() > MAX_SPEC_BYTES {
-        return Err(format!(
-            "Keep the npm list under {} KiB.",
-            MAX_SPEC_BYTES / 1024
-        ));
-    }
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let line = line.split('#').next().unwrap_or_default();
-        for item in line.split_whitespace() {
-            let (scope, rest) = match item.strip_prefix('@') {
-                Some(rest) => match rest.split_once('/') {
-                    Some((scope, rest)) => (Some(scope), rest),
-                    None => return Err(format!("{item}: a scoped package reads @scope/name")),
-                },
-                None => (None, item),
-            };
-            let (name, version) = rest.split_once('@').unwrap_or((rest, ""));
-            let name_ok = |s: &str| {
-                !s.is_empty()
-                    && s.len() <= 214
-                    && !s.starts_with(['.', '_'])
-                    && s.chars().all(|c| {
-                        c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '_')
-                    })
-            };
-            if !name_ok(name) || scope.is_some_and(|s| !name_ok(s)) {
-                return Err(format!(
-                    "{item}: npm names are lowercase letters, digits, '-', '.' and '_'"
-                ));
-            }
-            let version_ok = version.chars().all(|c| {
-                c.is_ascii_alphanumeric()
-                    || matches!(c, '.' | '-' | '+' | '^' | '~' | '<' | '>' | '=' | '*')
-            });
-            if !version_ok {
-                return Err(format!(
-                    "{item}: give a version or range (axios@1.7.9, lodash@^4); URLs and paths are not accepted"
-                ));
-            }
-            out.push(item.to_owned());
-        }
-    }
-    Ok(out)
-}
-
-/// The name an npm spec asks for (`@scope/name@2` → `@scope/name`).
-pub fn npm_name(spec: &str) -> &str {
-    let skip = usize::from(spec.starts_with('@'));
-    match spec[skip..].find('@') {
-        Some(at) => &spec[..skip + at],
-        None => spec,
-    }
-}
-
-/// The project name a requirement asks for, normalized as PyPI does (`Foo_Bar` → `foo-bar`).
-pub fn requirement_name(line: &str) -> String {
-    let end = line
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
-        .unwrap_or(line.len());
-    normalize(&line[..end])
-}
-
-/// PEP 503 normalization.
-pub fn normalize(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut dash = false;
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            dash = true;
-        } else {
-            if dash && !out.is_empty() {
-                out.push('-');
-            }
-            dash = false;
-            out.push(c.to_ascii_lowercase());
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn requirements_take_pip_specifiers_and_refuse_options_and_urls() {
-        let ok = parse_requirements("# charts\nnumpy>=2,<3\n\npandas  # data\nrequests[socks]==2.32.3\ntzdata; python_version >= \"3.9\"\n").unwrap();
-
-        assert_eq!(
-            ok,
-            [
-                "numpy>=2,<3",
-                "pandas",
-                "requests[socks]==2.32.3",
-                "tzdata; python_version >= \"3.9\""
-            ]
-        );
-        assert!(
-            parse_requirements("--index-url https://evil.example/simple")
-                .unwrap_err()
-                .starts_with("Line 1: pip options")
-        );
-        assert!(parse_requirements("numpy\nfoo @ https://x.example/foo.whl")
-            .unwrap_err()
-            .starts_with("Line 2: URLs"));
-        assert!(parse_requirements("numpy lol")
-            .unwrap_err()
-            .contains("version specifier"));
-    }
-
-    #[test]
-    fn npm_specs_take_names_versions_and_scopes() {
-        let ok = parse_npm("axios@1.7.9 lodash@^4\n@types/node  # types\n").unwrap();
-
-        assert_eq!(ok, ["axios@1.7.9", "lodash@^4", "@types/node"]);
-        assert_eq!(npm_name("@types/node@20"), "@types/node");
-        assert_eq!(npm_name("axios"), "axios");
-        assert!(parse_npm("git+https://github.com/x/y").is_err());
-        assert!(parse_npm("Axios").is_err());
-        assert!(parse_npm("@scope").is_err());
-    }
 
     #[test]
     fn names_are_checked_and_none_is_reserved() {
@@ -357,7 +190,5 @@ mod tests {
         assert!(check_name("none").is_err());
         assert!(check_name("Data").is_err());
         assert!(check_name("2data").is_err());
-        assert_eq!(normalize("Foo__Bar.baz"), "foo-bar-baz");
-        assert_eq!(requirement_name("Pandas<3"), "pandas");
     }
 }

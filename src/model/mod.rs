@@ -11,6 +11,7 @@ pub mod explain;
 pub mod history;
 pub mod messages;
 pub mod overview;
+pub mod package_spec;
 pub mod provider;
 pub mod schema;
 pub mod schema_i18n;

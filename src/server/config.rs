@@ -417,6 +417,14 @@ pub struct Config {
         global = true
     )]
     pub environment_gc_grace_secs: u64,
+    /// Environment builds run at once; more wait in a queue (each shows its place).
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_MAX_CONCURRENT_BUILDS",
+        default_value_t = 2,
+        global = true
+    )]
+    pub max_concurrent_builds: usize,
 }
 
 /// An address range (`10.0.0.0/8`) or one address (`127.0.0.1`, `::1`).
@@ -528,6 +536,7 @@ impl std::fmt::Debug for Config {
             .field("npm_registry", &self.npm_registry)
             .field("build_default_environment", &self.build_default_environment)
             .field("environment_gc_grace_secs", &self.environment_gc_grace_secs)
+            .field("max_concurrent_builds", &self.max_concurrent_builds)
             .field("replica_name", &self.replica_name)
             .field("housekeeping_secs", &self.housekeeping_secs)
             .finish()

@@ -56,7 +56,7 @@ pub(crate) async fn services(
     let secrets = SecretBox::load(&config.data_dir, config.secret_key.as_deref())
         .context("cannot load the key that encrypts stored secrets")?;
     let registry = providers::registry();
-    let environments = EnvironmentService::for_config(pool.clone(), config, &registry)
+    let environments = EnvironmentService::for_config(pool.clone(), config, &registry, Vec::new())
         .await
         .context("cannot load the package environments")?;
     let sandbox = SandboxService::start_with(

@@ -117,8 +117,9 @@ impl Application {
         };
 
         let metrics = Arc::new(Metrics::new());
+        let console = console_addresses(local_addr, metrics_listener.as_ref());
         let environments = Arc::new(
-            EnvironmentService::for_config(pool.clone(), &config, &registry)
+            EnvironmentService::for_config(pool.clone(), &config, &registry, console.clone())
                 .await
                 .context("cannot load the package environments")?,
         );
@@ -128,7 +129,7 @@ impl Application {
                 registry,
                 secrets.clone(),
                 Some(environments.catalog()),
-                console_addresses(local_addr, metrics_listener.as_ref()),
+                console,
             )
             .await
             .context("cannot load the sandbox settings")?

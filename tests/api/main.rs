@@ -12,6 +12,7 @@ mod database;
 mod docker_provider;
 mod e2b_provider;
 mod egress;
+mod environment_builds;
 mod environments;
 #[path = "../fakes/mod.rs"]
 mod fakes;
@@ -24,6 +25,7 @@ mod helpers;
 mod history;
 mod layout;
 mod metrics;
+mod package_index;
 mod pages;
 mod ragflow_admin;
 mod ragflow_run;

@@ -207,6 +207,29 @@ impl Policy {
         })
     }
 
+    /// A policy for a sandbox of the console's own that may reach a few known destinations
+    /// only (an environment build: the package index and registry): each name on its port,
+    /// at the address the console resolved for it.
+    pub fn destinations(
+        list: &[(String, u16, IpAddr)],
+        max_bytes: u64,
+        console: Vec<SocketAddr>,
+    ) -> Policy {
+        let mut policy = Policy {
+            max_bytes,
+            console,
+            ..Policy::default()
+        };
+        for (name, port, address) in list {
+            policy.rules.push(Rule {
+                pattern: Pattern::Exact(name.clone()),
+                ports: vec![*port],
+            });
+            policy.statics.insert(name.clone(), *address);
+        }
+        policy
+    }
+
     /// Whether a name is one the sandbox's DNS answers: allowed on some port, or static.
     pub fn knows(&self, name: &str) -> bool {
         self.statics.contains_key(name) || self.rules.iter().any(|r| r.matches(name))

@@ -1,30 +1,36 @@
 //! One build: pip and npm install a spec into a fresh folder beside the store, the lock is
 //! written last, and the folder is renamed to its content address. Nothing is ever built in
-//! place: a failed build leaves no folder, and a folder with a lock is complete.
+//! place: a failed build leaves no folder, and a folder with a lock is complete. Every step
+//! runs as untrusted code in a build sandbox (see [`steps`](super::steps)).
 
 use std::{
+    net::SocketAddr,
     path::{Path, PathBuf},
-    process::Stdio,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::{Digest, Sha256};
-use tokio::{
-    io::{AsyncBufReadExt, AsyncRead, BufReader},
-    process::Command,
-};
 
+use super::{network, steps};
 use crate::{
-    model::environment::{self as model, LockedPackage},
-    sandbox::environment::{self, MOUNT_POINT, MPLCONFIG_DIR, NODE_MODULES, PYTHON_DIR},
+    model::{environment::LockedPackage, package_spec},
+    sandbox::{
+        environment::{self, MPLCONFIG_DIR, PYTHON_DIR},
+        providers::local::build_jail,
+    },
 };
 
 /// Longest one step (pip, npm) may take.
 pub const STEP_DEADLINE: Duration = Duration::from_secs(20 * 60);
 /// Most of a build's log kept (the end is kept when it is longer).
 pub const MAX_LOG_BYTES: usize = 256 * 1024;
+/// Prefix of a build's working folder in the store; what is left of one after a crash is
+/// swept at the next start.
+pub const WORK_PREFIX: &str = ".building-";
+/// The store's download cache for builds that run no package code (wheels only).
+pub const CACHE_DIR: &str = ".cache";
 
 /// The programs a build runs, and where they fetch from.
 #[derive(Clone, Debug)]
@@ -36,6 +42,8 @@ pub struct Tools {
     pub index_url: Option<String>,
     /// `--registry` for npm; `None`: whatever npm is configured with on this host.
     pub npm_registry: Option<String>,
+    /// Where the console listens: a build never reaches it.
+    pub console: Vec<SocketAddr>,
 }
 
 /// An environment's spec as a build takes it.
@@ -62,6 +70,20 @@ impl Spec {
         let digest = Sha256::digest(canonical.to_string().as_bytes());
         digest[..12].iter().map(|b| format!("{b:02x}")).collect()
     }
+
+    /// The spec as the parser gives it back: a spec stored before the parser refused
+    /// something (an option, a variable) fails here instead of reaching pip or npm.
+    fn checked(&self) -> Result<Spec, BuildError> {
+        let python = package_spec::parse_requirements(&self.python.join("\n"))
+            .map_err(|e| BuildError::Invalid(format!("Python requirements: {e}")))?;
+        let npm = package_spec::parse_npm(&self.npm.join("\n"))
+            .map_err(|e| BuildError::Invalid(format!("npm packages: {e}")))?;
+        Ok(Spec {
+            python,
+            npm,
+            allow_sdists: self.allow_sdists,
+        })
+    }
 }
 
 /// The log of a build as it grows, shared with whoever shows it.
@@ -87,6 +109,14 @@ impl Log {
     }
 }
 
+/// How a step ended, for a sentence: its exit code, or a signal.
+fn ended(code: &Option<i32>) -> String {
+    match code {
+        Some(code) => format!("exit code {code}"),
+        None => "killed by a signal".into(),
+    }
+}
+
 /// Why a build failed, in a sentence an admin can act on.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -94,8 +124,8 @@ pub enum BuildError {
     UnknownPackage(String),
     #[error(
         "{0} has no wheel for this Python and platform, only a source distribution; building \
-         it would run its code on this host. Allow source distributions for this environment \
-         to build it anyway"
+         it would run its code (in the build sandbox). Allow source distributions for this \
+         environment to build it anyway"
     )]
     SdistOnly(String),
     #[error("no version of {0} satisfies the requirements (see the log for the versions found)")]
@@ -104,7 +134,13 @@ pub enum BuildError {
     Conflict(String),
     #[error("the package index or registry cannot be reached: {0}")]
     Unreachable(String),
-    #[error("{step} failed (exit code {code:?}); the log says why")]
+    #[error("the environment store is full ({0}): free space there and build again")]
+    DiskFull(String),
+    #[error("the stored spec is not accepted any more; save it again: {0}")]
+    Invalid(String),
+    #[error("this console cannot build environments: {0}")]
+    NoSandbox(String),
+    #[error("{step} failed ({}); the log says why", ended(code))]
     Step {
         step: &'static str,
         code: Option<i32>,
@@ -115,7 +151,7 @@ pub enum BuildError {
     Io(String),
 }
 
-fn io(what: &str) -> impl Fn(std::io::Error) -> BuildError + '_ {
+pub(super) fn io(what: &str) -> impl Fn(std::io::Error) -> BuildError + '_ {
     move |e| BuildError::Io(format!("{what}: {e}"))
 }
 
@@ -143,26 +179,52 @@ pub async fn build(
         ));
         return finished(&target, true);
     }
+    let spec = spec.checked()?;
+    if let Some(why) = build_jail::unavailable() {
+        return Err(BuildError::NoSandbox(why));
+    }
+    stage("resolving the package index");
+    let reach = network::reach(tools, &tools.console).await?;
     std::fs::create_dir_all(store).map_err(io("cannot create the environment store"))?;
     let work = tempfile::Builder::new()
-        .prefix(&format!(".building-{hash}-"))
+        .prefix(&format!("{WORK_PREFIX}{hash}-"))
         .tempdir_in(store)
         .map_err(io("cannot create the build folder"))?;
     let dir = work.path();
-
+    // Wheels only: nothing of a package runs, so builds may share what they downloaded.
+    // With source distributions a package's setup.py runs, and must not reach other builds.
+    let cache = if spec.allow_sdists {
+        None
+    } else {
+        let cache = store.join(CACHE_DIR);
+        std::fs::create_dir_all(&cache).map_err(io("cannot create the download cache"))?;
+        build_jail::hand_over(&cache, true).map_err(io("cannot prepare the download cache"))?;
+        Some(cache)
+    };
+    let steps = steps::Steps {
+        folder: dir.to_owned(),
+        cache,
+        tools,
+        reach: &reach,
+        spec: &spec,
+        log,
+    };
+    steps.prepare()?;
     let mut lock = Vec::new();
     if !spec.python.is_empty() {
         stage("installing Python packages");
-        lock.extend(pip(dir, spec, tools, log).await?);
+        lock.extend(steps.pip().await?);
         if dir.join(PYTHON_DIR).join("matplotlib").is_dir() {
             stage("preparing matplotlib");
-            prepare_matplotlib(dir, tools, log).await?;
+            steps.matplotlib().await?;
         }
     }
     if !spec.npm.is_empty() {
         stage("installing npm packages");
-        lock.extend(npm(dir, spec, tools, log).await?);
+        lock.extend(steps.npm().await?);
     }
+    build_jail::hand_over(dir, false).map_err(io("cannot take the build back"))?;
+    let _ = std::fs::remove_file(dir.join(MPLCONFIG_DIR).join(".lock"));
     let lock_text = serde_json::to_string_pretty(&lock).unwrap_or_else(|_| "[]".into());
     std::fs::write(dir.join("lock.json"), lock_text).map_err(io("cannot write the lock"))?;
     let dir = work.keep();
@@ -208,299 +270,6 @@ fn folder_size(dir: &Path) -> u64 {
             _ => 0,
         })
         .sum()
-}
-
-async fn pip(
-    dir: &Path,
-    spec: &Spec,
-    tools: &Tools,
-    log: &Log,
-) -> Result<Vec<LockedPackage>, BuildError> {
-    let requirements = dir.join("requirements.txt");
-    std::fs::write(&requirements, spec.python.join("\n") + "\n")
-        .map_err(io("cannot write the requirements"))?;
-    let report = dir.join("pip-report.json");
-    let mut command = Command::new(&tools.python);
-    command
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-input",
-        ])
-        .args(["--progress-bar", "off", "--no-warn-script-location"])
-        .arg("--target")
-        .arg(dir.join(PYTHON_DIR))
-        .arg("--report")
-        .arg(&report)
-        .arg("-r")
-        .arg(&requirements);
-    if !spec.allow_sdists {
-        command.arg("--only-binary=:all:");
-    }
-    if let Some(index) = &tools.index_url {
-        command.args(["--index-url", index]);
-    }
-    log.line(&format!("$ pip install {}", spec.python.join(" ")));
-    let (code, output) = run(command, log, "pip").await?;
-    if code != Some(0) {
-        return Err(diagnose_pip(&output, spec, tools, log)
-            .await
-            .unwrap_or(BuildError::Step { step: "pip", code }));
-    }
-    let text = std::fs::read_to_string(&report).map_err(io("cannot read pip's report"))?;
-    let _ = std::fs::remove_file(&report);
-    let report: Value =
-        serde_json::from_str(&text).map_err(|e| BuildError::Io(format!("pip's report: {e}")))?;
-    let mut lock: Vec<LockedPackage> = report["install"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|item| LockedPackage {
-            ecosystem: "pypi".into(),
-            name: item["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            version: item["metadata"]["version"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            requested: item["requested"].as_bool().unwrap_or(false),
-        })
-        .collect();
-    lock.sort_by_key(|p| model::normalize(&p.name));
-    Ok(lock)
-}
-
-/// pip says "from versions: none" alike for an unknown project, a project with only source
-/// distributions and an index it could not reach; a second, verbose look at the one
-/// requirement it names tells them apart.
-async fn diagnose_pip(output: &str, spec: &Spec, tools: &Tools, log: &Log) -> Option<BuildError> {
-    if let Some(conflict) = output.lines().find(|l| l.contains("conflict")) {
-        if output.contains("ResolutionImpossible") {
-            return Some(BuildError::Conflict(conflict.trim().to_owned()));
-        }
-    }
-    let missing = output
-        .lines()
-        .find_map(|l| l.split_once("No matching distribution found for "))
-        .map(|(_, rest)| rest.trim().to_owned())?;
-    let mut command = Command::new(&tools.python);
-    command
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "-vv",
-            "--no-deps",
-            "--disable-pip-version-check",
-        ])
-        .args(["--no-input", "--dest"])
-        .arg(std::env::temp_dir().join("sandbox-console-pip-probe"))
-        .arg(&missing);
-    if !spec.allow_sdists {
-        command.arg("--only-binary=:all:");
-    }
-    if let Some(index) = &tools.index_url {
-        command.args(["--index-url", index]);
-    }
-    command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let probe = tokio::time::timeout(Duration::from_secs(300), command.output())
-        .await
-        .ok()?
-        .ok()?;
-    let text = String::from_utf8_lossy(&probe.stdout).into_owned()
-        + &String::from_utf8_lossy(&probe.stderr);
-    let name = model::requirement_name(&missing);
-    let why = if text.contains("No sources permitted for") || text.contains("No binaries permitted")
-    {
-        BuildError::SdistOnly(name)
-    } else if text.contains("\" 404 ") || text.contains("404 Client Error") {
-        BuildError::UnknownPackage(name)
-    } else if let Some(line) = text.lines().find(|l| {
-        l.contains("Failed to establish a new connection")
-            || l.contains("Name or service not known")
-            || l.contains("Temporary failure in name resolution")
-            || l.contains("Connection refused")
-    }) {
-        BuildError::Unreachable(line.trim().chars().take(300).collect())
-    } else {
-        BuildError::NoMatchingVersion(missing.clone())
-    };
-    log.line(&format!("Diagnosis: {why}"));
-    Some(why)
-}
-
-async fn prepare_matplotlib(dir: &Path, tools: &Tools, log: &Log) -> Result<(), BuildError> {
-    let config = dir.join(MPLCONFIG_DIR);
-    std::fs::create_dir_all(&config).map_err(io("cannot create matplotlib's config"))?;
-    std::fs::write(config.join("matplotlibrc"), "backend: Agg\n")
-        .map_err(io("cannot write matplotlibrc"))?;
-    let packages = dir.join(PYTHON_DIR);
-    let mut command = Command::new(&tools.python);
-    command
-        .args(["-I", "-c"])
-        .arg("import sys; sys.path.insert(1, sys.argv[1]); import matplotlib.font_manager")
-        .arg(&packages)
-        .env("MPLCONFIGDIR", &config)
-        .env("MPLBACKEND", "Agg");
-    let (code, _) = run(command, log, "matplotlib's font cache").await?;
-    if code != Some(0) {
-        return Err(BuildError::Step {
-            step: "matplotlib's font cache",
-            code,
-        });
-    }
-    // The cache names font files by path: as the sandbox will see them.
-    let built_at = packages.to_string_lossy().into_owned();
-    let seen_at = format!("{MOUNT_POINT}/{PYTHON_DIR}");
-    for entry in std::fs::read_dir(&config)
-        .map_err(io("matplotlib's config"))?
-        .flatten()
-    {
-        let path = entry.path();
-        if path.extension().is_some_and(|e| e == "json") {
-            let text = std::fs::read_to_string(&path).map_err(io("matplotlib's font cache"))?;
-            std::fs::write(&path, text.replace(&built_at, &seen_at))
-                .map_err(io("matplotlib's font cache"))?;
-        }
-    }
-    Ok(())
-}
-
-async fn npm(
-    dir: &Path,
-    spec: &Spec,
-    tools: &Tools,
-    log: &Log,
-) -> Result<Vec<LockedPackage>, BuildError> {
-    let root = dir.join("node");
-    std::fs::create_dir_all(&root).map_err(io("cannot create the npm folder"))?;
-    std::fs::write(
-        root.join("package.json"),
-        r#"{"name":"sandbox-environment","private":true,"description":"built by sandbox-console"}"#,
-    )
-    .map_err(io("cannot write package.json"))?;
-    let mut command = Command::new(&tools.npm);
-    command
-        .args([
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--ignore-scripts",
-            "--omit=dev",
-        ])
-        .args(["--no-update-notifier", "--loglevel", "http", "--prefix"])
-        .arg(&root)
-        .args(&spec.npm);
-    if let Some(registry) = &tools.npm_registry {
-        command.args(["--registry", registry]);
-    }
-    log.line(&format!(
-        "$ npm install --ignore-scripts {}",
-        spec.npm.join(" ")
-    ));
-    let (code, output) = run(command, log, "npm").await?;
-    if code != Some(0) {
-        if output.contains("E404") {
-            // The 404 lines name the package's registry address.
-            let missing = spec.npm.iter().map(|s| model::npm_name(s)).find(|name| {
-                let escaped = name.replace('/', "%2f");
-                output.lines().any(|l| {
-                    l.contains("404")
-                        && (l.contains(&format!("/{escaped}")) || l.contains(&format!("'{name}@")))
-                })
-            });
-            return Err(BuildError::UnknownPackage(
-                missing.unwrap_or("a package").to_owned(),
-            ));
-        }
-        if let Some(line) = output
-            .lines()
-            .find(|l| l.contains("ETARGET") || l.contains("No matching version"))
-        {
-            return Err(BuildError::NoMatchingVersion(line.trim().to_owned()));
-        }
-        if let Some(line) = output.lines().find(|l| {
-            l.contains("ENOTFOUND") || l.contains("ECONNREFUSED") || l.contains("ETIMEDOUT")
-        }) {
-            return Err(BuildError::Unreachable(line.trim().to_owned()));
-        }
-        return Err(BuildError::Step { step: "npm", code });
-    }
-    let text = std::fs::read_to_string(root.join("package-lock.json"))
-        .map_err(io("cannot read npm's package-lock.json"))?;
-    let tree: Value = serde_json::from_str(&text)
-        .map_err(|e| BuildError::Io(format!("npm's package-lock.json: {e}")))?;
-    let requested: Vec<&str> = spec.npm.iter().map(|s| model::npm_name(s)).collect();
-    let mut lock: Vec<LockedPackage> = tree["packages"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(path, entry)| {
-            let name = path.rsplit_once("node_modules/").map(|(_, name)| name)?;
-            Some(LockedPackage {
-                ecosystem: "npm".into(),
-                name: name.to_owned(),
-                version: entry["version"].as_str().unwrap_or_default().to_owned(),
-                requested: requested.contains(&name) && path == &format!("node_modules/{name}"),
-            })
-        })
-        .collect();
-    lock.sort_by(|a, b| a.name.cmp(&b.name));
-    lock.dedup_by(|a, b| a.name == b.name && a.version == b.version);
-    debug_assert!(root.join(NODE_MODULES.trim_start_matches("node/")).exists());
-    Ok(lock)
-}
-
-/// Runs one step, its output line by line into the log; its exit code and its output.
-async fn run(
-    mut command: Command,
-    log: &Log,
-    step: &'static str,
-) -> Result<(Option<i32>, String), BuildError> {
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command
-        .spawn()
-        .map_err(|e| BuildError::Io(format!("cannot start {step}: {e}")))?;
-    let output = Log::default();
-    let pump = |pipe: Option<Box<dyn AsyncRead + Send + Unpin>>| {
-        let (log, output) = (log.clone(), output.clone());
-        async move {
-            let Some(pipe) = pipe else { return };
-            let mut lines = BufReader::new(pipe).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                log.line(&line);
-                output.line(&line);
-            }
-        }
-    };
-    let stdout = child
-        .stdout
-        .take()
-        .map(|p| Box::new(p) as Box<dyn AsyncRead + Send + Unpin>);
-    let stderr = child
-        .stderr
-        .take()
-        .map(|p| Box::new(p) as Box<dyn AsyncRead + Send + Unpin>);
-    let work = async {
-        tokio::join!(pump(stdout), pump(stderr));
-        child.wait().await
-    };
-    match tokio::time::timeout(STEP_DEADLINE, work).await {
-        Ok(Ok(status)) => Ok((status.code(), output.text())),
-        Ok(Err(e)) => Err(BuildError::Io(format!("lost {step}: {e}"))),
-        Err(_) => Err(BuildError::Deadline(step, STEP_DEADLINE.as_secs() / 60)),
-    }
 }
 
 /// The top-level Python modules and npm packages a build provides, to import in a sandbox.

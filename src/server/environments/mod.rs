@@ -6,6 +6,9 @@
 
 pub mod build;
 pub mod catalog;
+pub mod network;
+mod queue;
+mod steps;
 
 use std::{
     collections::HashMap,
@@ -26,6 +29,7 @@ use crate::{
     model::environment::{
         self as model, BuildInfo, BuildLog, BuildStatus, EnvironmentInfo, Verification,
     },
+    model::package_spec,
     sandbox::environment::{Catalog, Mount, Resolved},
     server::db::{
         environment::{self as db, EnvError, EnvRow},
@@ -83,6 +87,8 @@ pub struct EnvironmentService {
     mounting_kinds: Vec<String>,
     verifier: OnceLock<Arc<dyn Verifier>>,
     tasks: tokio_util::task::TaskTracker,
+    /// Builds run at once, the rest in order.
+    queue: Arc<queue::BuildQueue>,
 }
 
 impl std::fmt::Debug for EnvironmentService {
@@ -105,6 +111,7 @@ impl EnvironmentService {
         tools: Tools,
         mounting_kinds: Vec<String>,
         gc_grace: Duration,
+        max_builds: usize,
     ) -> Result<Self, sqlx::Error> {
         // Alone on SQLite, every unfinished build was this console's; replicas on one
         // database only give up builds that stopped saying they are alive.
@@ -133,6 +140,7 @@ impl EnvironmentService {
             mounting_kinds,
             verifier: OnceLock::new(),
             tasks: tokio_util::task::TaskTracker::new(),
+            queue: Arc::new(queue::BuildQueue::new(max_builds)),
         })
     }
 
@@ -142,6 +150,7 @@ impl EnvironmentService {
         pool: AnyPool,
         config: &crate::server::config::Config,
         registry: &crate::sandbox::registry::Registry,
+        console: Vec<std::net::SocketAddr>,
     ) -> Result<Self, EnvError> {
         let store = config
             .environment_store
@@ -152,6 +161,7 @@ impl EnvironmentService {
             npm: config.environment_npm.clone(),
             index_url: config.package_index.clone(),
             npm_registry: config.npm_registry.clone(),
+            console,
         };
         let mounting = registry
             .kinds()
@@ -170,6 +180,7 @@ impl EnvironmentService {
             tools,
             mounting,
             Duration::from_secs(config.environment_gc_grace_secs),
+            config.max_concurrent_builds,
         )
         .await?;
         service.seed_default().await?;
@@ -318,14 +329,14 @@ impl EnvironmentService {
                 String::new()
             }
         };
-        let python = match model::parse_requirements(python) {
+        let python = match package_spec::parse_requirements(python) {
             Ok(lines) => lines.join("\n"),
             Err(message) => {
                 errors.insert("python_requirements".into(), message);
                 String::new()
             }
         };
-        let npm = match model::parse_npm(npm) {
+        let npm = match package_spec::parse_npm(npm) {
             Ok(items) => items.join("\n"),
             Err(message) => {
                 errors.insert("npm_packages".into(), message);
@@ -513,6 +524,7 @@ impl EnvironmentService {
             catalog: self.catalog.clone(),
             tools: self.tools.clone(),
             verifier: self.verifier.get().cloned(),
+            queue: self.queue.clone(),
             name: name.to_owned(),
             id,
             hash: hash.clone(),
@@ -692,6 +704,7 @@ struct Job {
     catalog: Arc<StoreCatalog>,
     tools: Tools,
     verifier: Option<Arc<dyn Verifier>>,
+    queue: Arc<queue::BuildQueue>,
     name: String,
     id: i64,
     hash: String,
@@ -701,7 +714,7 @@ struct Job {
 impl Job {
     async fn run(self) {
         let log = Log::default();
-        let stage = Arc::new(Mutex::new("starting".to_owned()));
+        let stage = Arc::new(Mutex::new("queued".to_owned()));
         // The log and stage reach the database while the build runs.
         let (pool, id) = (self.pool.clone(), self.id);
         let (shown_log, shown_stage) = (log.clone(), stage.clone());
@@ -718,6 +731,16 @@ impl Job {
             let stage = stage.clone();
             move |now: &str| *stage.lock().expect("stage lock") = now.to_owned()
         };
+        let _slot = self
+            .queue
+            .admit(&|ahead| {
+                set_stage(&match ahead {
+                    0 => "queued: next, once a running build ends".to_owned(),
+                    1 => "queued: 1 build ahead".to_owned(),
+                    n => format!("queued: {n} builds ahead"),
+                })
+            })
+            .await;
         let outcome = build::build(
             &self.store,
             &self.hash,

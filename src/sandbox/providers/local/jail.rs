@@ -37,7 +37,7 @@ pub struct Network<'a> {
 
 /// What of the host's /etc a run may read. The rest (shadow, gshadow, ssh host keys, daemon
 /// configs) stays unreadable even though the run's user namespace maps the console's user.
-const ETC_READABLE: &[&str] = &[
+pub(super) const ETC_READABLE: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
@@ -63,7 +63,7 @@ const ETC_READABLE: &[&str] = &[
 const MIB: u64 = 1024 * 1024;
 const EPERM: i32 = 1;
 /// Syscalls a program never needs and an escape would: refused with EPERM.
-const DENIED_SYSCALLS: &[&str] = &[
+pub(super) const DENIED_SYSCALLS: &[&str] = &[
     "mount",
     "umount2",
     "pivot_root",
@@ -111,7 +111,7 @@ pub struct RawRun {
     pub egress: Option<crate::model::egress::EgressReport>,
 }
 
-fn running_as_root() -> bool {
+pub(super) fn running_as_root() -> bool {
     std::fs::metadata("/proc/self")
         .map(|m| m.uid() == 0)
         .unwrap_or(false)
@@ -270,7 +270,7 @@ pub struct Watch {
 /// Kills the sandbox's supervisor (and so, through its parent-death signal, the namespace's
 /// PID 1 and everything in it) when the outer deadline passes or the run is abandoned. A
 /// pidfd names the process, so a reaped and reused pid is never signalled.
-fn watchdog(
+pub(super) fn watchdog(
     child_pid: u32,
     deadline: Duration,
     watch: Watch,

@@ -1,6 +1,7 @@
 //! The `local` provider: runs the host's Python and Node.js in a per-run sandbox built with
 //! hakoniwa. See README.md in this folder for what isolates a run and how limits are reported.
 
+pub mod build_jail;
 mod config;
 mod error;
 mod jail;
@@ -12,7 +13,7 @@ use serde_json::{json, Map};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use config::{build, build_with, schema, LocalConfig};
-pub use jail::RawRun;
+pub use jail::{stop_channel, KillOnDrop, RawRun};
 
 use self::error::LocalError;
 use crate::{
