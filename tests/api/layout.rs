@@ -476,3 +476,45 @@ fn the_key_check_sees_a_missing_key() {
         [&"settings.save".to_owned()]
     );
 }
+
+/// Where a `<textarea>` in view code does not take its text escaped: Leptos writes a
+/// textarea's children to the server's HTML as they are, so every textarea must have none and
+/// take its text as `inner_html=textarea_html(…)` (see `app::format::textarea_html`).
+fn unescaped_textareas(source: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = source;
+    while let Some(start) = rest.find("<textarea") {
+        let tail = &rest[start..];
+        let end = tail
+            .find("</textarea>")
+            .map_or(tail.len(), |e| e + "</textarea>".len());
+        let element = &tail[..end];
+        if !(element.contains("inner_html=textarea_html(") && element.ends_with("></textarea>")) {
+            found.push(element.lines().next().unwrap_or_default().trim().to_owned());
+        }
+        rest = &tail[end..];
+    }
+    found
+}
+
+#[test]
+fn every_textarea_takes_its_text_escaped() {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/app"),
+        &mut files,
+    );
+    let mut offenders = Vec::new();
+    for file in &files {
+        let source = std::fs::read_to_string(file).unwrap();
+        for element in unescaped_textareas(&source) {
+            offenders.push(format!("{}: {element}", file.display()));
+        }
+    }
+    assert_eq!(offenders, Vec::<String>::new());
+    // The check sees the 2026-12-06 bug (the environments form's textareas).
+    let broken = "<textarea id=\"env-python\" name=\"python_requirements\">\n{form.python_requirements.clone()}\n</textarea>";
+    assert_eq!(unescaped_textareas(broken).len(), 1);
+    let fixed = "<textarea id=\"x\" name=\"y\"\n inner_html=textarea_html(&form.y)></textarea>";
+    assert!(unescaped_textareas(fixed).is_empty());
+}

@@ -23,6 +23,7 @@ mod hardening;
 mod health;
 mod helpers;
 mod history;
+mod hostile_text;
 mod layout;
 mod metrics;
 mod package_index;

@@ -2,6 +2,7 @@ use leptos::prelude::*;
 use serde_json::Value;
 
 use crate::{
+    app::format::textarea_html,
     i18n::{td_string, use_i18n},
     model::schema::{FieldKind, FieldSpec},
 };
@@ -90,7 +91,7 @@ pub fn FieldControl(
         FieldKind::Multiline | FieldKind::Json => view! {
             <textarea id=id.clone() name=name rows="6" class="mono" placeholder=placeholder
                 readonly=field.readonly disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus
-                inner_html=crate::app::format::textarea_html(&text)></textarea>
+                inner_html=textarea_html(&text)></textarea>
         }
         .into_any(),
     };

@@ -3,7 +3,10 @@ use leptos_meta::{Meta, Title};
 use leptos_router::hooks::use_params_map;
 
 use crate::{
-    app::{components::error_view::ErrorView, format::When},
+    app::{
+        components::error_view::ErrorView,
+        format::{textarea_html, When},
+    },
     i18n::{t, td_string, use_i18n, Locale},
     model::environment::{
         BuildInfo, BuildStatus, EnvironmentFlash, EnvironmentForm, EnvironmentInfo,
@@ -191,18 +194,16 @@ fn SpecForm(
             <div class="field" class:has-error=python_bad>
                 <label for="env-python">{t!(i18n, env.python)}</label>
                 <textarea id="env-python" name="python_requirements" rows="6" class="mono"
-                    placeholder="numpy\npandas<3\nrequests==2.32.3" aria-describedby="env-python-help">
-                    {form.python_requirements.clone()}
-                </textarea>
+                    placeholder="numpy\npandas<3\nrequests==2.32.3" aria-describedby="env-python-help"
+                    inner_html=textarea_html(&form.python_requirements)></textarea>
                 <p class="help" id="env-python-help">{t!(i18n, env.python_help)}</p>
                 {python_error}
             </div>
             <div class="field" class:has-error=npm_bad>
                 <label for="env-npm">{t!(i18n, env.npm)}</label>
                 <textarea id="env-npm" name="npm_packages" rows="3" class="mono"
-                    placeholder="axios\nlodash@^4" aria-describedby="env-npm-help">
-                    {form.npm_packages.clone()}
-                </textarea>
+                    placeholder="axios\nlodash@^4" aria-describedby="env-npm-help"
+                    inner_html=textarea_html(&form.npm_packages)></textarea>
                 <p class="help" id="env-npm-help">{t!(i18n, env.npm_help)}</p>
                 {npm_error}
             </div>
