@@ -12,6 +12,7 @@ mod database;
 mod docker_provider;
 mod e2b_provider;
 mod egress;
+mod egress_claims;
 mod environment_builds;
 mod environments;
 #[path = "../fakes/mod.rs"]

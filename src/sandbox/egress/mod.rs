@@ -9,6 +9,7 @@
 
 pub mod dns;
 pub mod files;
+pub mod inspect;
 pub mod namespace;
 pub mod policy;
 pub mod relay;

@@ -266,15 +266,21 @@ impl Policy {
             .collect()
     }
 
-    /// Whether `address:port` is where the console itself listens. A console on a wildcard
-    /// address is taken to answer on every loopback, private or link-local address of its
-    /// port (a public address of this host reaches it only as it reaches anyone).
+    /// Whether `address:port` is where the console itself listens. Addresses are compared in
+    /// their canonical form (`::ffff:127.0.0.1` is `127.0.0.1`); any loopback or unspecified
+    /// address (`0.0.0.0` and `::` connect to this host) on a console port is the console,
+    /// whatever address it listens on; and a console on a wildcard address is taken to answer
+    /// on every private or link-local address of its port too (a public address of this host
+    /// reaches it only as it reaches anyone).
     pub fn is_console(&self, address: SocketAddr) -> bool {
+        let ip = address.ip().to_canonical();
+        let this_host = ip.is_loopback() || ip.is_unspecified();
         self.console.iter().any(|c| {
+            let console = c.ip().to_canonical();
             c.port() == address.port()
-                && (c.ip() == address.ip()
-                    || (c.ip().is_unspecified() && forbidden(address.ip()).is_some())
-                    || (c.ip().is_loopback() && address.ip().is_loopback()))
+                && (console == ip
+                    || this_host
+                    || (console.is_unspecified() && forbidden(ip).is_some()))
         })
     }
 }
@@ -399,6 +405,19 @@ mod tests {
         assert!(policy.is_console("127.0.0.1:8080".parse().unwrap()));
         assert!(policy.is_console("127.0.0.2:8080".parse().unwrap()));
         assert!(!policy.is_console("127.0.0.1:8081".parse().unwrap()));
+        // The 2026-12-06 probe's ways in: the unspecified and the v4-mapped addresses.
+        for address in [
+            "0.0.0.0:8080",
+            "[::ffff:127.0.0.1]:8080",
+            "[::]:8080",
+            "[::1]:8080",
+        ] {
+            assert!(policy.is_console(address.parse().unwrap()), "{address}");
+        }
+        policy.console = vec!["10.1.2.3:3000".parse().unwrap()];
+        assert!(policy.is_console("0.0.0.0:3000".parse().unwrap()));
+        assert!(policy.is_console("[::ffff:10.1.2.3]:3000".parse().unwrap()));
+        assert!(!policy.is_console("10.1.2.4:3000".parse().unwrap()));
         policy.console = vec!["0.0.0.0:9000".parse().unwrap()];
         assert!(policy.is_console("10.1.2.3:9000".parse().unwrap()));
         assert!(policy.is_console("127.0.0.1:9000".parse().unwrap()));

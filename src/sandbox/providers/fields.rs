@@ -132,7 +132,10 @@ pub fn network() -> [FieldSpec; 5] {
         FieldSpec::new("allowed_hosts", FieldKind::Multiline, "Allowed hosts")
             .describe(
                 "One a line: host, host:port or *.example.com (one label or more). Ports are \
-                 80 and 443 unless given.",
+                 80 and 443 unless given. A connection must name the host it looked up: TLS by \
+                 its server name, plain HTTP in every request's Host (kept-alive and pipelined \
+                 ones too); ports 80 and 443 take nothing else. What travels inside TLS is not \
+                 read.",
             )
             .placeholder("pypi.org\n*.githubusercontent.com\napi.example.com:8443")
             .default_value(json!(d.allowed_hosts))
