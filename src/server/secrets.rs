@@ -15,6 +15,18 @@ use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
 const PREFIX: &str = "enc:v1:";
 const KEY_FILE: &str = "secret.key";
 
+/// Refuses a key that is no key: every byte the same (all zero, as a placeholder or a
+/// `head -c 32 /dev/zero` gives). A random key has that chance 2^-248.
+fn usable(key: &[u8; 32], source: &str) -> anyhow::Result<()> {
+    if key.iter().all(|b| *b == key[0]) {
+        anyhow::bail!(
+            "{source} is not a usable key (all its 32 bytes are the same): generate one with \
+             `openssl rand -base64 32`"
+        );
+    }
+    Ok(())
+}
+
 #[derive(Clone)]
 pub struct SecretBox {
     cipher: Aes256Gcm,
@@ -48,6 +60,7 @@ impl SecretBox {
             let key: [u8; 32] = bytes.try_into().map_err(|_| {
                 anyhow::anyhow!("SANDBOX_CONSOLE_SECRET_KEY must decode to 32 bytes")
             })?;
+            usable(&key, "SANDBOX_CONSOLE_SECRET_KEY")?;
             return Ok(Self::from_key(&key));
         }
         let path = data_dir.join(KEY_FILE);
@@ -69,6 +82,7 @@ impl SecretBox {
         let key: [u8; 32] = bytes
             .try_into()
             .map_err(|_| anyhow::anyhow!("{} must hold 32 bytes", path.display()))?;
+        usable(&key, &path.display().to_string())?;
         Ok(Self::from_key(&key))
     }
 
@@ -150,7 +164,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(SecretBox::load(dir.path(), Some("not base64!")).is_err());
         assert!(SecretBox::load(dir.path(), Some(&BASE64.encode([1u8; 16]))).is_err());
-        assert!(SecretBox::load(dir.path(), Some(&BASE64.encode([1u8; 32]))).is_ok());
+        let random: [u8; 32] = std::array::from_fn(|i| (i as u8).wrapping_mul(37).wrapping_add(11));
+        assert!(SecretBox::load(dir.path(), Some(&BASE64.encode(random))).is_ok());
+        // No key at all: the probe's all-zero key, and any key of one repeated byte.
+        for byte in [0u8, 1, 0xff] {
+            let refused = SecretBox::load(dir.path(), Some(&BASE64.encode([byte; 32])));
+            assert!(refused
+                .unwrap_err()
+                .to_string()
+                .contains("not a usable key"));
+        }
         assert!(!dir.path().join(KEY_FILE).exists());
     }
 }

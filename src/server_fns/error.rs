@@ -16,6 +16,9 @@ pub enum AppError {
     /// What was asked for does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// Too many attempts (wrong passwords): the message says when to try again.
+    #[error("{0}")]
+    TooMany(String),
     /// The sandbox provider failed (unreachable, misconfigured, ...).
     #[error("{0}")]
     Provider(String),
@@ -33,6 +36,7 @@ impl AppError {
             AppError::Unauthorized => 401,
             AppError::BadRequest(_) => 400,
             AppError::NotFound(_) => 404,
+            AppError::TooMany(_) => 429,
             AppError::Provider(_) => 502,
             AppError::Internal => 500,
             AppError::ServerFn(

@@ -20,6 +20,7 @@ mod fakes;
 mod faults;
 mod gateway;
 mod gateway_cli;
+mod guessing;
 mod hardening;
 mod health;
 mod helpers;

@@ -83,16 +83,37 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         .map(Duration::from_secs)
 }
 
-/// At most the first 200 characters of a body, on one line: enough to recognise an answer.
-pub fn excerpt(body: &[u8]) -> String {
+/// What a remote's body was, without what it said: its kind and size. The console never
+/// repeats a remote's answer to anyone (a connection test aimed at an internal service must
+/// not read that service's pages back); the HTTP status and this are enough to tell a wrong
+/// endpoint, a proxy's error page and a refused key apart.
+pub fn described(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
+    let trimmed = text.trim_start();
+    let kind = if trimmed.is_empty() {
+        return "(an empty body)".into();
+    } else if std::str::from_utf8(body).is_err() {
+        "a binary body"
+    } else if trimmed.starts_with('<') {
+        "an HTML or XML body"
+    } else if trimmed.starts_with(['{', '[']) {
+        "a JSON body"
+    } else {
+        "a text body"
+    };
+    format!("({kind} of {} bytes, not shown)", body.len())
+}
+
+/// A field of a well-formed answer (a status word, a program's stderr) on one line, at most
+/// 200 characters.
+pub fn one_line(text: &str) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut cut: String = flat.chars().take(200).collect();
     if flat.chars().count() > 200 {
         cut.push('…');
     }
     if cut.is_empty() {
-        "(empty body)".into()
+        "(empty)".into()
     } else {
         cut
     }
@@ -147,8 +168,17 @@ mod tests {
     fn joins_and_excerpts() {
         let base = Url::parse("http://x:1/base/").unwrap();
         assert_eq!(join(&base, "/run"), "http://x:1/base/run");
-        assert_eq!(excerpt(b"  <html>\n  oops </html> "), "<html> oops </html>");
-        assert_eq!(excerpt(b""), "(empty body)");
-        assert_eq!(excerpt("é".repeat(300).as_bytes()).chars().count(), 201);
+        assert_eq!(
+            described(b"  <html>\n  oops </html> "),
+            "(an HTML or XML body of 24 bytes, not shown)"
+        );
+        assert!(!described(b"{\"message\": \"Invalid API key\"}").contains("Invalid"));
+        assert_eq!(described(b" "), "(an empty body)");
+        assert_eq!(
+            described(&[0xff, 0xfe]),
+            "(a binary body of 2 bytes, not shown)"
+        );
+        assert_eq!(one_line("  tar:\n broken pipe "), "tar: broken pipe");
+        assert_eq!(one_line(&"é".repeat(300)).chars().count(), 201);
     }
 }

@@ -69,14 +69,9 @@ impl LoginLimiter {
     /// Starts a sign-in attempt: `Err(retry_after)` when this address may not try this
     /// account now. Otherwise the attempt counts as a failure at once (so concurrent attempts
     /// cannot all pass before any is recorded) until `Attempt::succeeded` takes it back.
-    /// `exists`: whether the account exists; only real accounts get per-account counters
-    /// (made-up names would only fill memory).
-    pub fn begin(
-        &self,
-        account: &str,
-        address: IpAddr,
-        exists: bool,
-    ) -> Result<Attempt<'_>, Duration> {
+    /// Every name is counted alike, whether an account has it or not: the answers must not
+    /// tell the two apart (an address adds per-name keys only until its own limit stops it).
+    pub fn begin(&self, account: &str, address: IpAddr) -> Result<Attempt<'_>, Duration> {
         let account: String = account.chars().take(MAX_ACCOUNT_CHARS).collect();
         let now = Instant::now();
         let mut state = self.state.lock().expect("limiter lock");
@@ -90,11 +85,11 @@ impl LoginLimiter {
                 !times.is_empty()
             });
         }
-        let mut keys = vec![Key::Address(address)];
-        if exists {
-            keys.push(Key::Pair(account.clone(), address));
-            keys.push(Key::Account(account.clone()));
-        }
+        let keys = vec![
+            Key::Address(address),
+            Key::Pair(account.clone(), address),
+            Key::Account(account.clone()),
+        ];
         for key in &keys {
             state
                 .failures
@@ -260,18 +255,13 @@ impl std::fmt::Debug for Pass<'_> {
 
 impl SignInLimits {
     /// [`LoginLimiter::begin`], wherever the counts are kept.
-    pub async fn begin(
-        &self,
-        account: &str,
-        address: IpAddr,
-        exists: bool,
-    ) -> Result<Pass<'_>, Refusal> {
+    pub async fn begin(&self, account: &str, address: IpAddr) -> Result<Pass<'_>, Refusal> {
         match self {
             SignInLimits::Memory(limiter) => limiter
-                .begin(account, address, exists)
+                .begin(account, address)
                 .map(Pass::Memory)
                 .map_err(Refusal::Wait),
-            SignInLimits::Shared(limiter) => match limiter.begin(account, address, exists).await {
+            SignInLimits::Shared(limiter) => match limiter.begin(account, address).await {
                 Ok(Ok(attempt)) => Ok(Pass::Shared(limiter, attempt)),
                 Ok(Err(wait)) => Err(Refusal::Wait(wait)),
                 Err(error) => {
@@ -339,7 +329,6 @@ impl SharedLoginLimiter {
         &self,
         account: &str,
         address: IpAddr,
-        exists: bool,
     ) -> Result<Result<SharedAttempt, Duration>, sqlx::Error> {
         use crate::server::db::{clock, login_limit};
         let account: String = account.chars().take(MAX_ACCOUNT_CHARS).collect();
@@ -370,9 +359,8 @@ impl SharedLoginLimiter {
             tx.commit().await?;
             return Ok(Err(wait.max(Duration::from_secs(1))));
         }
-        let counted: &[Key] = if exists { &all } else { &all[1..2] };
-        let mut ids = Vec::with_capacity(counted.len());
-        for key in counted {
+        let mut ids = Vec::with_capacity(all.len());
+        for key in &all {
             ids.push(login_limit::record(&mut tx, &key.text(), now_ms).await?);
         }
         tx.commit().await?;
@@ -431,11 +419,11 @@ mod tests {
 
     /// A wrong password: the attempt is dropped, so it stays counted.
     fn fail(limiter: &LoginLimiter, account: &str, from: IpAddr) -> Result<(), Duration> {
-        limiter.begin(account, from, true).map(drop)
+        limiter.begin(account, from).map(drop)
     }
 
     fn succeed(limiter: &LoginLimiter, account: &str, from: IpAddr) -> Result<(), Duration> {
-        limiter.begin(account, from, true).map(Attempt::succeeded)
+        limiter.begin(account, from).map(Attempt::succeeded)
     }
 
     /// Two consoles on one database (as replicas are): failures counted by either count for
@@ -448,9 +436,9 @@ mod tests {
         let two = SignInLimits::Shared(SharedLoginLimiter::new(rule(), pool.clone()));
 
         for limiter in [&one, &two, &one] {
-            drop(limiter.begin("alice", AWAY, true).await.unwrap());
+            drop(limiter.begin("alice", AWAY).await.unwrap());
         }
-        match two.begin("alice", AWAY, true).await {
+        match two.begin("alice", AWAY).await {
             Err(Refusal::Wait(wait)) => assert!(
                 wait > Duration::from_secs(58) && wait <= Duration::from_secs(60),
                 "{wait:?}"
@@ -458,24 +446,16 @@ mod tests {
             other => panic!("the fourth failure from AWAY is refused: {other:?}"),
         }
         // Another address is not affected, and a success there takes nothing back from AWAY.
-        one.begin("alice", HOME, true)
-            .await
-            .unwrap()
-            .succeeded()
-            .await;
+        one.begin("alice", HOME).await.unwrap().succeeded().await;
         assert!(matches!(
-            one.begin("alice", AWAY, true).await,
+            one.begin("alice", AWAY).await,
             Err(Refusal::Wait(_))
         ));
         // Withdrawn attempts are not failures.
         for _ in 0..5 {
-            two.begin("bob", HOME, true)
-                .await
-                .unwrap()
-                .withdrawn()
-                .await;
+            two.begin("bob", HOME).await.unwrap().withdrawn().await;
         }
-        assert!(one.begin("bob", HOME, true).await.is_ok());
+        assert!(one.begin("bob", HOME).await.is_ok());
     }
 
     #[test]
@@ -500,10 +480,10 @@ mod tests {
     fn attempts_in_flight_count_before_their_outcome_is_known() {
         let limiter = LoginLimiter::new(3, 100, 100, Duration::from_secs(60));
         let pending: Vec<_> = (0..3)
-            .map(|_| limiter.begin("alice", AWAY, true).unwrap())
+            .map(|_| limiter.begin("alice", AWAY).unwrap())
             .collect();
 
-        let fourth = limiter.begin("alice", AWAY, true);
+        let fourth = limiter.begin("alice", AWAY);
 
         assert!(
             fourth.is_err(),
@@ -528,13 +508,32 @@ mod tests {
     }
 
     #[test]
-    fn made_up_accounts_only_count_against_their_address() {
-        let limiter = LoginLimiter::new(1, 1000, 1, Duration::from_secs(60));
-        for n in 0..50 {
-            drop(limiter.begin(&format!("nobody{n}"), AWAY, false).unwrap());
+    fn made_up_and_real_names_are_refused_alike_and_an_address_stops_adding_names() {
+        // The 2026-12-06 probe told existing names from made-up ones by when the 429 came.
+        let limiter = LoginLimiter::new(5, 20, 100, Duration::from_secs(900));
+        for name in ["admin", "nobody-here"] {
+            for _ in 0..5 {
+                fail(&limiter, name, AWAY).unwrap();
+            }
+            assert!(
+                fail(&limiter, name, AWAY).is_err(),
+                "{name}: the sixth is refused"
+            );
         }
+        // The address' own limit (20) caps how many names it can add keys for.
+        let mut added = 0;
+        for n in 0..100 {
+            if fail(&limiter, &format!("spray{n}"), HOME).is_ok() {
+                added += 1;
+            }
+        }
+        assert_eq!(added, 20);
         let state = limiter.state.lock().unwrap();
-        assert_eq!(state.failures.len(), 1, "one address key, no per-name keys");
+        assert!(
+            state.failures.len() <= 2 * 3 + 20 * 2 + 1,
+            "{}",
+            state.failures.len()
+        );
     }
 
     #[test]
@@ -545,7 +544,7 @@ mod tests {
             fail(&limiter, "admin", address(n)).unwrap();
         }
         assert!(
-            limiter.begin("admin", address(50), true).is_ok(),
+            limiter.begin("admin", address(50)).is_ok(),
             "at the ceiling, not past it"
         );
         let first = fail(&limiter, "admin", address(51)).unwrap_err();

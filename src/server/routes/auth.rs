@@ -63,11 +63,7 @@ pub async fn login(
     } else {
         None
     };
-    let attempt = match state
-        .login_limiter
-        .begin(&account, peer.ip(), user.is_some())
-        .await
-    {
+    let attempt = match state.login_limiter.begin(&account, peer.ip()).await {
         Ok(attempt) => attempt,
         Err(Refusal::Unavailable) => return failure(json, &next, Failure::Unavailable),
         Err(Refusal::Wait(wait)) => {

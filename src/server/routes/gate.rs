@@ -77,6 +77,11 @@ async fn admit(state: AppState, session: Session, mut request: Request, next: Ne
     match admin {
         // Signed-in admins have nothing to do on the sign-in page.
         Some(_) if path == "/login" => Redirect::to("/").into_response(),
+        // The key-authenticated API and /metrics are not a session's to use before its
+        // generated password is replaced: they pass on without it, as for anyone.
+        Some(admin) if admin.must_change_password && (api::owns(&path) || path == "/metrics") => {
+            next.run(request).await
+        }
         // A generated password is replaced before anything else.
         Some(admin) if admin.must_change_password && !open_before_password_change(&path) => {
             if is_api(&path) {
@@ -137,7 +142,7 @@ fn with_language(request: &mut Request, locale: &str) {
 const ACCOUNT_PAGE: &str = "/admin/account";
 
 /// What an admin who must change a generated password may still reach: the Account page
-/// and what it calls. The key-authenticated API is not theirs to use, and passes on.
+/// and what it calls.
 fn open_before_password_change(path: &str) -> bool {
     matches!(
         path,
@@ -147,8 +152,7 @@ fn open_before_password_change(path: &str) -> bool {
             | "/rpc/take_account_flash"
             | "/rpc/current_admin"
             | "/rpc/environment_notice"
-    ) || api::owns(path)
-        || path == "/metrics"
+    )
 }
 
 fn unauthenticated() -> Response {

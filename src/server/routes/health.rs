@@ -10,17 +10,24 @@ pub async fn healthz() -> impl IntoResponse {
 }
 
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
-    match db::ping(&state.pool, state.database_file.as_deref()).await {
-        Ok(()) => (
-            StatusCode::OK,
-            Json(json!({ "status": "ready", "database": "ok" })),
-        ),
-        Err(error) => {
-            tracing::warn!(%error, "readiness check failed");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({ "status": "unavailable", "database": error })),
-            )
-        }
+    if let Err(error) = db::ping(&state.pool, state.database_file.as_deref()).await {
+        tracing::warn!(%error, "readiness check failed");
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "status": "unavailable", "database": error })),
+        );
     }
+    // A replica whose key cannot open the stored secrets would fail every run of those
+    // providers: it is not ready.
+    if let Err(error) = state.sandbox.stored_secrets_open().await {
+        tracing::warn!(%error, "readiness check failed");
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "status": "unavailable", "database": "ok", "secret_key": error })),
+        );
+    }
+    (
+        StatusCode::OK,
+        Json(json!({ "status": "ready", "database": "ok", "secret_key": "ok" })),
+    )
 }

@@ -167,3 +167,33 @@ impl SandboxService {
         }
     }
 }
+
+impl SandboxService {
+    /// Whether this console's secret key opens every provider secret stored (a replica
+    /// started with another key cannot run those providers, and must not report ready).
+    /// `Err` says which setting it cannot open.
+    pub async fn stored_secrets_open(&self) -> Result<(), String> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "select name, value from system_setting where name like 'sandbox.%' and value like $1",
+        )
+        .bind("%enc:v1:%")
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| format!("the stored settings cannot be read: {e}"))?;
+        for (name, value) in rows {
+            let value: Value = serde_json::from_str(&value).unwrap_or_default();
+            for (key, field) in value.as_object().into_iter().flatten() {
+                let Some(sealed) = field.as_str().filter(|s| SecretBox::is_sealed(s)) else {
+                    continue;
+                };
+                if self.secrets.open(sealed).is_err() {
+                    return Err(format!(
+                        "this console's secret key does not open the stored secret {name}.{key}: \
+                         start every replica with the same SANDBOX_CONSOLE_SECRET_KEY"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

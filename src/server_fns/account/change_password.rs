@@ -12,15 +12,16 @@ pub async fn change_password(
 ) -> Result<(), AppError> {
     use crate::server::auth::{
         account::{self, ChangeError},
+        rate_limit::Refusal,
         session,
     };
-    use crate::server_fns::guard::{internal, reject};
+    use crate::server_fns::guard::internal;
 
     let admin = crate::server_fns::require_admin().await?;
     let state = expect_context::<crate::server::state::AppState>();
     let refused = |message: String| async move {
         super::flash_notice(super::PAGE, "error", message.clone()).await?;
-        Err::<(), _>(reject(AppError::BadRequest(message)))
+        Err::<(), _>(super::refusal(AppError::BadRequest(message)))
     };
     if new != confirm {
         return refused(
@@ -29,28 +30,63 @@ pub async fn change_password(
         )
         .await;
     }
-    let user = match account::change_password(&state.pool, admin.id, current, new).await {
-        Ok(user) => user,
-        Err(ChangeError::Password(e @ crate::server::auth::password::PasswordError::TooShort)) => {
-            return refused(format!("Nothing was changed: {e}.")).await
-        }
-        Err(e @ (ChangeError::WrongCurrent | ChangeError::Same)) => {
-            return refused(format!("{e} Nothing was changed.")).await
-        }
-        Err(other) => return Err(internal(other)),
-    };
-    // The new epoch signed every session out, this one too: sign it in again.
-    let web = leptos_axum::extract::<tower_sessions::Session>()
-        .await
-        .map_err(internal)?;
     let parts = use_context::<axum::http::request::Parts>();
-    let address = parts
+    let peer = parts
         .as_ref()
         .and_then(|p| {
             p.extensions
                 .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         })
-        .map(|c| c.0.ip().to_string());
+        .map(|c| c.0.ip());
+    let address = peer.map(|ip| ip.to_string());
+    // A wrong current password is a wrong password: counted by the sign-in limits, under
+    // the account's own name, so a stolen session cannot guess its way to the password.
+    let attempt = match state
+        .login_limiter
+        .begin(
+            &admin.username,
+            peer.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0])),
+        )
+        .await
+    {
+        Ok(attempt) => attempt,
+        Err(Refusal::Unavailable) => return Err(internal("the sign-in counts cannot be read")),
+        Err(Refusal::Wait(wait)) => {
+            let message = format!(
+                "Too many wrong passwords: try again in {} minute(s). Nothing was changed.",
+                wait.as_secs().div_ceil(60).max(1)
+            );
+            super::flash_notice(super::PAGE, "error", message.clone()).await?;
+            return Err(super::refusal(AppError::TooMany(message)));
+        }
+    };
+    let user = match account::change_password(&state.pool, admin.id, current, new).await {
+        Ok(user) => {
+            attempt.succeeded().await;
+            user
+        }
+        Err(e @ ChangeError::WrongCurrent) => {
+            // The attempt stays counted as a failure.
+            drop(attempt);
+            return refused(format!("{e} Nothing was changed.")).await;
+        }
+        Err(ChangeError::Password(e @ crate::server::auth::password::PasswordError::TooShort)) => {
+            attempt.succeeded().await;
+            return refused(format!("Nothing was changed: {e}.")).await;
+        }
+        Err(e @ ChangeError::Same) => {
+            attempt.succeeded().await;
+            return refused(format!("{e} Nothing was changed.")).await;
+        }
+        Err(other) => {
+            attempt.withdrawn().await;
+            return Err(internal(other));
+        }
+    };
+    // The new epoch signed every session out, this one too: sign it in again.
+    let web = leptos_axum::extract::<tower_sessions::Session>()
+        .await
+        .map_err(internal)?;
     let user_agent = parts.as_ref().and_then(|p| {
         p.headers
             .get(axum::http::header::USER_AGENT)

@@ -57,3 +57,16 @@ pub(crate) async fn flash_notice(
     }
     Ok(())
 }
+
+/// The error a refused account form answers with: for a plain form post the redirect that
+/// [`flash_notice`] set stands (the page shows the message), otherwise the error's own status.
+#[cfg(feature = "ssr")]
+pub(crate) fn refusal(
+    error: crate::server_fns::error::AppError,
+) -> crate::server_fns::error::AppError {
+    if crate::server_fns::guard::plain_form() {
+        error
+    } else {
+        crate::server_fns::guard::reject(error)
+    }
+}

@@ -30,9 +30,21 @@ impl Answer {
     /// The error for a failed call: refused credentials are `Unauthenticated`.
     pub(super) fn error(&self, what: &str) -> Error {
         let detail = if self.json.is_null() {
-            http::excerpt(&self.body)
+            http::described(&self.body)
         } else {
-            format!("{}: {}", self.field("code"), self.field("message"))
+            // The API's error code, when it is one (a word); never its message: the
+            // console does not repeat what a remote said.
+            let code = self.field("code");
+            let word = !code.is_empty()
+                && code.len() <= 64
+                && code
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+            if word {
+                code
+            } else {
+                http::described(&self.body)
+            }
         };
         match self.status {
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Error::Unauthenticated(format!(

@@ -134,7 +134,7 @@ impl SandboxProvider for AliyunProvider {
         let id = answer.field("sandboxId");
         if code != "SUCCESS" || id.is_empty() {
             return Err(AgentRunError::NoSandbox {
-                excerpt: http::excerpt(&answer.body),
+                excerpt: http::described(&answer.body),
             }
             .into());
         }
@@ -230,7 +230,7 @@ impl SandboxProvider for AliyunProvider {
         let Some((stdout, stderr, failed)) = read_results(&answer.json) else {
             return Err(AgentRunError::NoResults {
                 what,
-                excerpt: http::excerpt(&answer.body),
+                excerpt: http::described(&answer.body),
             }
             .into());
         };

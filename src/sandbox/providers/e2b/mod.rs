@@ -163,7 +163,7 @@ impl E2bProvider {
                 Err(Error::Unauthenticated(format!(
                     "E2B refused the API key ({what}: HTTP {}): {}",
                     status.as_u16(),
-                    http::excerpt(&body)
+                    http::described(&body)
                 )))
             }
             StatusCode::TOO_MANY_REQUESTS => Err(Error::PoolBusy {
@@ -172,7 +172,7 @@ impl E2bProvider {
             _ => Err(E2bError::Api {
                 what: what.to_owned(),
                 status: status.as_u16(),
-                excerpt: http::excerpt(&body),
+                excerpt: http::described(&body),
             }
             .into()),
         }
@@ -285,7 +285,7 @@ impl SandboxProvider for E2bProvider {
         let created: CreatedSandbox =
             serde_json::from_slice(&bytes).map_err(|source| E2bError::NotASandbox {
                 what: what.to_owned(),
-                excerpt: http::excerpt(&bytes),
+                excerpt: http::described(&bytes),
                 source,
             })?;
         let session = Session {
@@ -361,18 +361,18 @@ impl SandboxProvider for E2bProvider {
                         Error::Unauthenticated(format!(
                             "the E2B sandbox refused its access token: HTTP {}: {}",
                             status.as_u16(),
-                            http::excerpt(&text)
+                            http::described(&text)
                         ))
                     }
                     StatusCode::BAD_GATEWAY | StatusCode::NOT_FOUND => E2bError::Gone {
                         id: instance.id.clone(),
                         status: status.as_u16(),
-                        excerpt: http::excerpt(&text),
+                        excerpt: http::described(&text),
                     }
                     .into(),
                     _ => E2bError::Interpreter {
                         status: status.as_u16(),
-                        excerpt: http::excerpt(&text),
+                        excerpt: http::described(&text),
                     }
                     .into(),
                 });

@@ -66,7 +66,7 @@ impl Reader<'_> {
         }
         let event: Value =
             serde_json::from_str(text).map_err(|source| super::error::E2bError::StreamLine {
-                excerpt: http::excerpt(line),
+                excerpt: http::described(line),
                 source,
             })?;
         let field = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or_default();

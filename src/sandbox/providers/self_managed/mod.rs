@@ -221,19 +221,19 @@ impl SelfManagedProvider {
                     "the executor at {} refused {what}: HTTP {}: {}",
                     self.endpoint,
                     status.as_u16(),
-                    http::excerpt(&bytes)
+                    http::described(&bytes)
                 )));
             }
             if !status.is_success() {
                 return Err(ExecutorError::Status {
                     status: status.as_u16(),
-                    excerpt: http::excerpt(&bytes),
+                    excerpt: http::described(&bytes),
                 }
                 .into());
             }
             let answer: RunAnswer =
                 serde_json::from_slice(&bytes).map_err(|source| ExecutorError::NotARunResult {
-                    excerpt: http::excerpt(&bytes),
+                    excerpt: http::described(&bytes),
                     source,
                 })?;
             // RAGFlow's executor answered a rate-limited request with HTTP 200 and -429.
@@ -283,14 +283,12 @@ impl SelfManagedProvider {
                     return Err(ExecutorError::CouldNotRun {
                         code,
                         detail,
-                        excerpt: http::excerpt(stderr.as_bytes()),
+                        excerpt: http::one_line(&stderr),
                     }
                     .into())
                 }
             },
-            other => {
-                return Err(ExecutorError::UnknownStatus(http::excerpt(other.as_bytes())).into())
-            }
+            other => return Err(ExecutorError::UnknownStatus(http::one_line(other)).into()),
         };
         let cap = self.config.max_output_bytes as usize;
         let cut_out = runner::cap_text(&mut stdout, cap);
@@ -386,7 +384,7 @@ impl SandboxProvider for SelfManagedProvider {
                     format!(
                         "The executor at {} answered /healthz with HTTP {status}: {}",
                         self.endpoint,
-                        http::excerpt(&body)
+                        http::described(&body)
                     ),
                 )
             }
