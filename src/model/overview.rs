@@ -12,4 +12,8 @@ pub struct SystemOverview {
     /// RFC 3339 UTC timestamp of this process' start.
     pub started_at: String,
     pub uptime_secs: u64,
+    /// History rows this console has not yet written (the database refused them; they wait
+    /// in the spool on this console's disk).
+    #[serde(default)]
+    pub history_backlog: u64,
 }

@@ -68,7 +68,8 @@ pub(crate) async fn services(
     )
     .await
     .context("cannot load the sandbox settings")?
-    .with_replica(&config.history_replica(true));
+    .with_replica(&config.history_replica(true))
+    .with_history_spool(config.data_dir.join(crate::server::startup::HISTORY_SPOOL));
     Ok((sandbox, environments))
 }
 

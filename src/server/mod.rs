@@ -14,6 +14,7 @@ pub mod environments;
 pub mod flash;
 pub mod gateway_cli;
 pub mod history;
+pub mod history_spool;
 pub mod history_writer;
 pub mod metrics;
 pub mod probe_cli;

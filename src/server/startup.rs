@@ -135,6 +135,7 @@ impl Application {
             .context("cannot load the sandbox settings")?
             .with_metrics(metrics.clone())
             .with_replica(&config.history_replica(false))
+            .with_history_spool(config.data_dir.join(HISTORY_SPOOL))
             .with_warm_up(),
         );
         environments.set_verifier(sandbox.clone());
@@ -461,6 +462,9 @@ async fn shutdown_signal() {
     }
     tracing::info!("shutdown signal received; finishing in-flight requests");
 }
+
+/// The history spool's folder in the data directory.
+pub const HISTORY_SPOOL: &str = "history-spool";
 
 /// Where this console listens (the main address and the metrics one), for the providers:
 /// sandboxes on an allow-list never reach them.

@@ -79,6 +79,7 @@ impl AppState {
             active_sessions: db::active_session_count(&self.pool).await?,
             started_at,
             uptime_secs: self.started.0.elapsed().as_secs(),
+            history_backlog: self.sandbox.history_backlog() as u64,
         })
     }
 }

@@ -25,6 +25,7 @@ mod hardening;
 mod health;
 mod helpers;
 mod history;
+mod history_outage;
 mod hostile_text;
 mod layout;
 mod metrics;

@@ -169,9 +169,15 @@ fn LatencyPlot(dashboard: Dashboard) -> impl IntoView {
 #[component]
 fn OverviewCard(overview: SystemOverview) -> impl IntoView {
     let i18n = use_i18n();
+    let backlog = overview.history_backlog;
     view! {
         <section class="card" data-testid="overview">
             <h2>{t!(i18n, dash.installation)}</h2>
+            {(backlog > 0).then(|| view! {
+                <p class="notice info" role="status" data-testid="history-backlog">
+                    {t!(i18n, dash.history_backlog, rows = backlog)}
+                </p>
+            })}
             <dl class="facts">
                 <dt>{t!(i18n, dash.version)}</dt>
                 <dd>{overview.version}</dd>

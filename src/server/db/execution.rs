@@ -160,48 +160,6 @@ pub fn sha256(text: &str) -> String {
         .collect()
 }
 
-/// Writes one run's row, noting `replica` (the console that ran it) beside it.
-pub async fn record(
-    pool: &AnyPool,
-    run: &NewExecution<'_>,
-    replica: &str,
-) -> Result<i64, sqlx::Error> {
-    // Committed explicitly: a `returning` row read in autocommit mode is no proof that the
-    // write was committed (sqlx#2099).
-    let mut tx = pool.begin().await?;
-    let id = sqlx::query_scalar(
-        "insert into execution (caller, caller_kind, source, provider, language, status, exit_code, \
-         duration_ms, code_sha256, input_bytes, output_bytes, error, code, stdout, stderr, egress, \
-         created_at, updated_at, replica) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17, $18) \
-         returning id",
-    )
-    .bind(&run.caller.name)
-    .bind(run.caller.kind.as_str())
-    .bind(run.caller.source.as_str())
-    .bind(run.provider)
-    .bind(run.language)
-    .bind(run.status)
-    .bind(run.exit_code)
-    .bind(run.duration_ms as i64)
-    .bind(sha256(run.code))
-    .bind(run.input_bytes as i64)
-    .bind(run.output_bytes as i64)
-    .bind(run.error)
-    .bind(run.content.as_ref().map(|c| c.code))
-    .bind(run.content.as_ref().map(|c| c.stdout))
-    .bind(run.content.as_ref().map(|c| c.stderr))
-    .bind(run.egress)
-    // The console's clock, as every query that looks back in time uses (a database server's
-    // clock may be set differently).
-    .bind(super::clock::now())
-    .bind(replica)
-    .fetch_one(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(id)
-}
-
 const SUMMARY: &str = "id, created_at, caller, caller_kind, source, provider, language, status, \
                        exit_code, duration_ms, input_bytes, output_bytes, replica";
 
@@ -288,7 +246,7 @@ pub async fn search(
 ) -> Result<Vec<ExecutionSummary>, QueryError> {
     let (clause, binds) = conditions(filter).map_err(QueryError::BadFilter)?;
     let sql = format!(
-        "select {SUMMARY} from execution where {clause} order by id desc limit ${} offset ${}",
+        "select {SUMMARY} from execution where {clause} order by created_at desc, id desc limit ${} offset ${}",
         binds.len() + 1,
         binds.len() + 2
     );
@@ -483,7 +441,10 @@ mod tests {
             content: None,
             egress: None,
         };
-        record(pool, &row, "test-replica").await.unwrap();
+        let row = crate::server::db::history_row::HistoryRow::of(&row);
+        crate::server::db::history_row::record_rows(pool, &[row], "test-replica")
+            .await
+            .unwrap();
     }
 
     #[tokio::test]

@@ -8,6 +8,7 @@ pub mod background_job;
 pub mod clock;
 pub mod environment;
 pub mod execution;
+pub mod history_row;
 pub mod login_limit;
 pub mod setting_version;
 pub mod settings_audit;

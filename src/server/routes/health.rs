@@ -10,11 +10,16 @@ pub async fn healthz() -> impl IntoResponse {
 }
 
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
+    // Rows the database refused and that wait in the spool: reported in every answer; not a
+    // reason of their own to send traffic elsewhere (none is lost; they are written as the
+    // database takes them).
+    let backlog = state.sandbox.history_backlog();
     if let Err(error) = db::ping(&state.pool, state.database_file.as_deref()).await {
         tracing::warn!(%error, "readiness check failed");
         return (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({ "status": "unavailable", "database": error })),
+            Json(json!({ "status": "unavailable", "database": error,
+                         "history_backlog": backlog })),
         );
     }
     // A replica whose key cannot open the stored secrets would fail every run of those
@@ -23,11 +28,15 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
         tracing::warn!(%error, "readiness check failed");
         return (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({ "status": "unavailable", "database": "ok", "secret_key": error })),
+            Json(json!({ "status": "unavailable", "database": "ok", "secret_key": error,
+                         "history_backlog": backlog })),
         );
     }
     (
         StatusCode::OK,
-        Json(json!({ "status": "ready", "database": "ok", "secret_key": "ok" })),
+        Json(
+            json!({ "status": "ready", "database": "ok", "secret_key": "ok",
+                     "history_backlog": backlog }),
+        ),
     )
 }

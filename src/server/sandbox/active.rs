@@ -261,7 +261,8 @@ impl SandboxService {
     /// waiting to be written get a last try. Later runs find no active provider.
     pub async fn shutdown(&self) {
         self.finish_runs(Duration::ZERO).await;
-        self.history.flush(Duration::from_secs(5)).await;
+        // What is not written by then stays in the spool for the next start.
+        self.history.flush(Duration::from_secs(10)).await;
         let previous = self
             .loaded
             .active

@@ -140,6 +140,18 @@ impl SandboxService {
         self
     }
 
+    /// Keeps history rows the database refuses in a spool in `dir` (and writes what an
+    /// earlier run left there): none is lost to an outage or a stop.
+    pub fn with_history_spool(mut self, dir: std::path::PathBuf) -> Self {
+        self.history = self.history.with_spool(dir);
+        self
+    }
+
+    /// History rows not yet written (the database refused them; they wait in the spool).
+    pub fn history_backlog(&self) -> usize {
+        self.history.pending()
+    }
+
     /// Warms the active provider now and every provider that becomes active later (pools of
     /// warm sandboxes): what a long-running server wants, not a one-shot CLI command.
     pub fn with_warm_up(mut self) -> Self {
