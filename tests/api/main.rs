@@ -29,6 +29,7 @@ mod history_outage;
 mod hostile_text;
 mod layout;
 mod metrics;
+mod output_sizes;
 mod package_index;
 mod pages;
 mod ragflow_admin;

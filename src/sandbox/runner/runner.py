@@ -3,8 +3,35 @@
 # source code. User code (main.py) runs as module "__sandbox__", so an
 # `if __name__ == "__main__":` block does not call main() a second time. The result goes to
 # stdout as "\n" + marker + base64(JSON envelope) + "\n", after everything the code printed.
-import base64, json, os, sys
+import base64, io, json, os, sys
 # traceback and asyncio load lazily: most runs need neither, and imports are most of a run's cost.
+
+class _WholeWrites(io.RawIOBase):
+    # A raw stream whose write() returns only once every byte is written. Unbuffered streams
+    # (python -u, PYTHONUNBUFFERED) hand each write to one os.write(), which may write less
+    # (gVisor's exec pipes take 64 KiB at a time) and the rest would be dropped silently.
+    def __init__(self, fd):
+        self._fd = fd
+    def writable(self):
+        return True
+    def fileno(self):
+        return self._fd
+    def write(self, data):
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            done += os.write(self._fd, view[done:])
+        return done
+
+def _whole_streams():
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            continue
+        setattr(sys, name, io.TextIOWrapper(_WholeWrites(fd), encoding=stream.encoding or "utf-8",
+                                            errors=stream.errors or "strict", write_through=True))
 
 def _encode(envelope):
     return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -89,4 +116,5 @@ def _run():
         _fail(marker, "main() returned a value that is not JSON-serializable (%s)" % type(value).__name__)
     _emit(marker, text)
 
+_whole_streams()
 _run()

@@ -28,8 +28,10 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
         tracing::warn!(%error, "readiness check failed");
         return (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({ "status": "unavailable", "database": "ok", "secret_key": error,
-                         "history_backlog": backlog })),
+            Json(
+                json!({ "status": "unavailable", "database": "ok", "secret_key": error,
+                         "history_backlog": backlog }),
+            ),
         );
     }
     (
