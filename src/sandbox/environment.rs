@@ -29,7 +29,30 @@ pub struct Mount {
     pub build: String,
     /// The build's folder on the host.
     pub dir: PathBuf,
+    /// Held for as long as the mount is: a provider (and so every run in flight on it) keeps
+    /// its build from being collected, whatever the grace.
+    pub lease: Lease,
 }
+
+/// A hold on a build's folder: the catalog that handed it out knows while any copy lives
+/// (the token is only ever counted, never read).
+#[derive(Clone, Debug, Default)]
+pub struct Lease(#[allow(dead_code)] Option<Arc<()>>);
+
+impl Lease {
+    pub fn new(token: Arc<()>) -> Self {
+        Lease(Some(token))
+    }
+}
+
+/// Leases never make two mounts differ: the same build is the same mount.
+impl PartialEq for Lease {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Lease {}
 
 /// What a name in a provider's Environment field stands for.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -429,14 +429,6 @@ async fn sweep_expired(pool: sqlx::AnyPool) {
         Ok(n) => tracing::info!(n, "trimmed old sign-in events from the audit"),
         Err(error) => tracing::warn!(%error, "could not trim the sign-in events"),
     }
-    match db::environment::abandon_unfinished(&pool, false).await {
-        Ok(0) => {}
-        Ok(n) => tracing::warn!(
-            n,
-            "environment builds whose console stopped were marked interrupted"
-        ),
-        Err(error) => tracing::warn!(%error, "could not check for interrupted environment builds"),
-    }
     match db::api_key::forget_old_requests(&pool).await {
         Ok(0) => {}
         Ok(n) => tracing::debug!(n, "forgot API requests older than a minute"),

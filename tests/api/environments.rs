@@ -60,6 +60,24 @@ pub async fn built(app: &TestApp, name: &str) -> Value {
     }
 }
 
+/// Saves docker's settings (not active) with the test image: builds are verified on the
+/// providers an admin set up, and docker is one only once saved.
+pub async fn set_up_docker(app: &TestApp) {
+    let saved = app
+        .call_ok(
+            "save_sandbox_settings",
+            &[
+                ("kind", "docker"),
+                ("expected_version", ""),
+                ("values[python_image]", crate::docker_provider::IMAGE),
+                ("values[javascript_image]", crate::docker_provider::IMAGE),
+                ("values[pool_size]", "1"),
+            ],
+        )
+        .await;
+    assert!(saved.get("Saved").is_some(), "{saved}");
+}
+
 async fn use_on_local(app: &TestApp, environment: &str) {
     let card = app.call_ok("sandbox_settings", &[]).await["providers"][0].clone();
     assert_eq!(card["info"]["kind"], "local");
@@ -403,6 +421,7 @@ async fn anonymous_callers_get_401_from_every_environment_endpoint() {
 async fn an_environment_is_mounted_read_only_into_docker_containers_under_runc_and_runsc() {
     let (app, stop, running) = spawn_app_stoppable(tempfile::tempdir().unwrap(), |_| {}).await;
     app.login().await;
+    set_up_docker(&app).await;
     save_env(&app, "tiny", PYTHON, NPM, None).await;
     let page = built(&app, "tiny").await;
     assert_eq!(
@@ -524,6 +543,7 @@ async fn ragflows_pandas_and_axios_cases_run_through_run_on_local_and_docker() {
     })
     .await;
     app.login().await;
+    set_up_docker(&app).await;
     // The default environment is RAGFlow's image's packages.
     app.call_ok("build_environment", &[("name", "default")])
         .await;

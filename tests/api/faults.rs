@@ -249,12 +249,12 @@ async fn docker_runs_whose_clients_hang_up_stay_in_the_pool_and_nothing_outlives
 }
 
 /// A tmpfs of `size` mounted on a fresh folder, lazily unmounted when dropped.
-struct Tmpfs {
+pub struct Tmpfs {
     dir: TempDir,
 }
 
 impl Tmpfs {
-    fn mount(size: &str) -> Self {
+    pub fn mount(size: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let status = Command::new("mount")
             .args([
@@ -274,12 +274,12 @@ impl Tmpfs {
         Tmpfs { dir }
     }
 
-    fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Fills the file system: writes until it is full.
-    fn fill(&self) -> PathBuf {
+    pub fn fill(&self) -> PathBuf {
         use std::io::Write;
         let path = self.path().join("filler");
         let mut file = std::fs::File::create(&path).unwrap();

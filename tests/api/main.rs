@@ -14,6 +14,7 @@ mod e2b_provider;
 mod egress;
 mod egress_claims;
 mod environment_builds;
+mod environment_faults;
 mod environments;
 #[path = "../fakes/mod.rs"]
 mod fakes;

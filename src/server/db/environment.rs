@@ -216,16 +216,18 @@ pub async fn start_build(
     name: &str,
     spec_hash: &str,
     actor: &str,
+    owner: &str,
 ) -> Result<i64, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let id = sqlx::query_scalar(
         "insert into environment_build (environment, spec_hash, status, stage, started_by, \
-         heartbeat_at) values ($1, $2, 'building', 'queued', $3, $4) returning id",
+         heartbeat_at, owner) values ($1, $2, 'building', 'queued', $3, $4, $5) returning id",
     )
     .bind(name)
     .bind(spec_hash)
     .bind(actor)
     .bind(clock::now_seconds())
+    .bind(owner)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -340,26 +342,42 @@ pub async fn latest_build(pool: &AnyPool, name: &str) -> Result<Option<BuildInfo
 /// console notes progress every second or so while it builds).
 pub const BUILD_SILENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Builds left `building` by a console that stopped: they never finish now. `all`: every
-/// build under way (a console alone on its database, starting); else only builds silent for
-/// [`BUILD_SILENCE`] (replicas: another one may be building right now).
-pub async fn abandon_unfinished(pool: &AnyPool, all: bool) -> Result<u64, sqlx::Error> {
-    let silent = if all {
-        ""
-    } else {
-        "and (heartbeat_at is null or heartbeat_at < $2)"
-    };
-    let sql = format!(
-        "update environment_build set status = 'failed', \
-         stage = 'interrupted: the console stopped during the build', \
-         finished_at = $1 where status = 'building' {silent}"
-    );
-    let mut query = sqlx::query(&sql).bind(clock::now_seconds());
-    if !all {
-        query = query.bind(clock::seconds_before(BUILD_SILENCE));
+/// Builds left `building` by a process that stopped: they never finish now. `gone` tells, from
+/// a build's owner (`boot|pid|start`), whether that process is gone: `Some(true)` for a
+/// process of this host that no longer runs, `Some(false)` for one that does, `None` when it
+/// cannot tell (another host, an older console); then only a build silent for
+/// [`BUILD_SILENCE`] is given up. Returns how many were marked.
+pub async fn abandon_unfinished(
+    pool: &AnyPool,
+    gone: impl Fn(&str) -> Option<bool>,
+) -> Result<u64, sqlx::Error> {
+    let rows: Vec<(i64, String, Option<String>)> = sqlx::query_as(
+        "select id, owner, heartbeat_at from environment_build where status = 'building'",
+    )
+    .fetch_all(pool)
+    .await?;
+    let silent_since = clock::seconds_before(BUILD_SILENCE);
+    let mut marked = 0;
+    for (id, owner, heartbeat) in rows {
+        let over = match gone(&owner) {
+            Some(gone) => gone,
+            None => heartbeat.is_none_or(|at| at < silent_since),
+        };
+        if !over {
+            continue;
+        }
+        let done = sqlx::query(
+            "update environment_build set status = 'failed', \
+             stage = 'interrupted: the console stopped during the build', \
+             finished_at = $1 where id = $2 and status = 'building'",
+        )
+        .bind(clock::now_seconds())
+        .bind(id)
+        .execute(pool)
+        .await?;
+        marked += done.rows_affected();
     }
-    let done = query.execute(pool).await?;
-    Ok(done.rows_affected())
+    Ok(marked)
 }
 
 /// Content addresses still needed: the builds environments use, and builds under way.

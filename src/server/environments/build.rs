@@ -151,8 +151,12 @@ pub enum BuildError {
     Io(String),
 }
 
+/// A failed file operation of the build, in words; a full disk says so.
 pub(super) fn io(what: &str) -> impl Fn(std::io::Error) -> BuildError + '_ {
-    move |e| BuildError::Io(format!("{what}: {e}"))
+    move |e| match e.raw_os_error() {
+        Some(28) => BuildError::DiskFull(format!("{what}: {e}")),
+        _ => BuildError::Io(format!("{what}: {e}")),
+    }
 }
 
 /// What a finished build reports.
@@ -187,7 +191,7 @@ pub async fn build(
     let reach = network::reach(tools, &tools.console).await?;
     std::fs::create_dir_all(store).map_err(io("cannot create the environment store"))?;
     let work = tempfile::Builder::new()
-        .prefix(&format!("{WORK_PREFIX}{hash}-"))
+        .prefix(&super::collector::work_prefix(hash))
         .tempdir_in(store)
         .map_err(io("cannot create the build folder"))?;
     let dir = work.path();

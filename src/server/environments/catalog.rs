@@ -1,13 +1,17 @@
 //! What each environment's name stands for right now, kept in memory for providers' `build`
 //! (which cannot wait on the database) and reloaded when the stored generation moves.
 
-use std::{collections::HashMap, path::PathBuf, sync::RwLock};
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    sync::{Arc, Mutex, RwLock, Weak},
+};
 
 use sqlx::AnyPool;
 
 use crate::{
     model::environment::NONE,
-    sandbox::environment::{self, Catalog, Mount, Resolved},
+    sandbox::environment::{self, Catalog, Lease, Mount, Resolved},
     server::db::environment as db,
 };
 
@@ -24,6 +28,8 @@ struct Snapshot {
 pub struct StoreCatalog {
     store: PathBuf,
     snapshot: RwLock<Snapshot>,
+    /// Each build handed out in a mount, while some mount of it lives.
+    leases: Mutex<HashMap<String, Weak<()>>>,
 }
 
 impl StoreCatalog {
@@ -34,7 +40,29 @@ impl StoreCatalog {
                 generation: -1,
                 ..Snapshot::default()
             }),
+            leases: Mutex::default(),
         }
+    }
+
+    /// A lease on build `hash` for a mount handed out now.
+    fn lease(&self, hash: &str) -> Lease {
+        let mut leases = self.leases.lock().expect("leases lock");
+        leases.retain(|_, token| token.strong_count() > 0);
+        let token = leases.get(hash).and_then(Weak::upgrade).unwrap_or_else(|| {
+            let token = Arc::new(());
+            leases.insert(hash.to_owned(), Arc::downgrade(&token));
+            token
+        });
+        Lease::new(token)
+    }
+
+    /// Whether some mount of build `hash` lives (a provider, a run in flight, a check).
+    pub fn is_leased(&self, hash: &str) -> bool {
+        self.leases
+            .lock()
+            .expect("leases lock")
+            .get(hash)
+            .is_some_and(|token| token.strong_count() > 0)
     }
 
     pub fn store(&self) -> &std::path::Path {
@@ -84,6 +112,7 @@ impl Catalog for StoreCatalog {
                 name: name.to_owned(),
                 build: build.to_owned(),
                 dir,
+                lease: self.lease(build),
             }));
         }
         let snapshot = self.snapshot.read().expect("catalog lock");
@@ -113,6 +142,7 @@ impl Catalog for StoreCatalog {
         }
         Ok(Resolved::Ready(Mount {
             name,
+            lease: self.lease(hash),
             build: hash.clone(),
             dir,
         }))

@@ -6,8 +6,12 @@
 
 pub mod build;
 pub mod catalog;
+mod collector;
+mod job;
 pub mod network;
+mod owner;
 mod queue;
+mod read;
 mod steps;
 
 use std::{
@@ -22,13 +26,14 @@ use serde_json::{json, Map, Value};
 use sqlx::AnyPool;
 
 use self::{
-    build::{Log, Spec, Tools},
+    build::{Spec, Tools},
     catalog::StoreCatalog,
+    collector::Collector,
+    job::Job,
+    owner::Owner,
 };
 use crate::{
-    model::environment::{
-        self as model, BuildInfo, BuildLog, BuildStatus, EnvironmentInfo, Verification,
-    },
+    model::environment::{self as model, EnvironmentInfo, Verification},
     model::package_spec,
     sandbox::environment::{Catalog, Mount, Resolved},
     server::db::{
@@ -101,6 +106,26 @@ impl std::fmt::Debug for EnvironmentService {
 
 /// How often a running build's log reaches the database.
 const LOG_EVERY: Duration = Duration::from_millis(700);
+/// How often a console looks for builds whose process is gone.
+const ABANDON_EVERY: Duration = Duration::from_secs(30);
+
+/// Marks failed the builds whose process is gone (at once for a process of this host; by its
+/// silence for another host's), and removes their working folders from a store this console
+/// owns.
+async fn give_up_abandoned(pool: &AnyPool, store: &Path, owned: bool) -> Result<(), sqlx::Error> {
+    let marked = db::abandon_unfinished(pool, |owner| {
+        Owner::parse(owner).and_then(|owner| owner.alive().map(|alive| !alive))
+    })
+    .await?;
+    if marked > 0 {
+        tracing::warn!(
+            marked,
+            "environment builds were interrupted by a stop of their console; build them again"
+        );
+    }
+    collector::sweep_abandoned(store, owned);
+    Ok(())
+}
 
 impl EnvironmentService {
     /// Loads the catalog; builds a stopped console left `building` are marked failed.
@@ -113,28 +138,22 @@ impl EnvironmentService {
         gc_grace: Duration,
         max_builds: usize,
     ) -> Result<Self, sqlx::Error> {
-        // Alone on SQLite, every unfinished build was this console's; replicas on one
-        // database only give up builds that stopped saying they are alive.
-        let alone = crate::server::db::Backend::of(&pool) == crate::server::db::Backend::Sqlite;
-        let abandoned = db::abandon_unfinished(&pool, alone).await?;
-        if abandoned > 0 {
-            tracing::warn!(
-                abandoned,
-                "environment builds were interrupted by a stop; build them again"
-            );
-        }
+        // Only builds whose process is gone: a command started beside a running console
+        // leaves that console's builds alone.
+        give_up_abandoned(&pool, &store, collect_garbage).await?;
         let catalog = Arc::new(StoreCatalog::new(store));
         catalog.reload(&pool).await?;
         let running: Arc<Mutex<HashMap<String, i64>>> = Arc::default();
         Ok(EnvironmentService {
             pool,
-            catalog,
             tools,
             collector: Arc::new(Collector {
                 running: running.clone(),
                 unused_since: Mutex::default(),
                 grace: gc_grace,
+                catalog: catalog.clone(),
             }),
+            catalog,
             running,
             collect_garbage,
             mounting_kinds,
@@ -233,82 +252,6 @@ impl EnvironmentService {
         }
         self.catalog.reload(&self.pool).await?;
         Ok(true)
-    }
-
-    /// Every environment, the default first.
-    pub async fn list(&self) -> Result<Vec<EnvironmentInfo>, sqlx::Error> {
-        let uses = self.uses().await?;
-        let mut out = Vec::new();
-        for row in db::list(&self.pool).await? {
-            out.push(self.info(row, &uses).await?);
-        }
-        Ok(out)
-    }
-
-    pub async fn get(&self, name: &str) -> Result<Option<EnvironmentInfo>, sqlx::Error> {
-        let Some(row) = db::get(&self.pool, name).await? else {
-            return Ok(None);
-        };
-        let uses = self.uses().await?;
-        Ok(Some(self.info(row, &uses).await?))
-    }
-
-    async fn info(
-        &self,
-        row: EnvRow,
-        uses: &[(String, String)],
-    ) -> Result<EnvironmentInfo, sqlx::Error> {
-        // The latest build first, then which build is ready: a build that became ready did
-        // so in the transaction that made it the ready one, so read in this order the two
-        // agree (the row may have been read before the build finished).
-        let latest = db::latest_build(&self.pool, &row.name).await?;
-        let ready_build = match db::get(&self.pool, &row.name).await? {
-            Some(fresh) => fresh.ready_build,
-            None => row.ready_build,
-        };
-        let ready = match ready_build {
-            Some(id) => db::build(&self.pool, id).await?,
-            None => None,
-        };
-        let latest = latest.filter(|latest| Some(latest.id) != ready_build);
-        let used_by = uses
-            .iter()
-            .filter(|(_, name)| *name == row.name || (name.is_empty() && row.is_default))
-            .map(|(kind, _)| kind.clone())
-            .collect();
-        Ok(EnvironmentInfo {
-            name: row.name,
-            python_requirements: row.python_requirements,
-            npm_packages: row.npm_packages,
-            allow_sdists: row.allow_sdists,
-            version: row.version,
-            is_default: row.is_default,
-            updated_at: row.updated_at,
-            updated_by: row.updated_by,
-            ready,
-            latest,
-            used_by,
-        })
-    }
-
-    /// Each provider kind with an Environment field and the name its saved settings give
-    /// (blank: the default).
-    async fn uses(&self) -> Result<Vec<(String, String)>, sqlx::Error> {
-        let mut uses = Vec::new();
-        for kind in &self.mounting_kinds {
-            let stored: Option<String> =
-                sqlx::query_scalar("select value from system_setting where name = $1")
-                    .bind(format!("sandbox.{kind}"))
-                    .fetch_optional(&self.pool)
-                    .await?;
-            let Some(stored) = stored else { continue };
-            let value: Value = serde_json::from_str(&stored).unwrap_or_default();
-            let name = value["environment"].as_str().unwrap_or_default().trim();
-            if name != model::NONE {
-                uses.push((kind.clone(), name.to_owned()));
-            }
-        }
-        Ok(uses)
     }
 
     /// Creates (`expected` None) or changes an environment's spec. Nothing is built here.
@@ -496,7 +439,8 @@ impl EnvironmentService {
         hash: String,
         spec: Spec,
     ) -> Result<i64, ChangeError> {
-        let id = match db::start_build(&self.pool, name, &hash, actor.as_str()).await {
+        let owner = Owner::this().text();
+        let id = match db::start_build(&self.pool, name, &hash, actor.as_str(), &owner).await {
             Ok(id) => id,
             Err(error) => {
                 self.running
@@ -542,40 +486,6 @@ impl EnvironmentService {
         Ok(id)
     }
 
-    /// A build and its log so far.
-    pub async fn build_log(&self, id: i64) -> Result<Option<BuildLog>, sqlx::Error> {
-        let Some(build) = db::build(&self.pool, id).await? else {
-            return Ok(None);
-        };
-        let log = db::build_log(&self.pool, id).await?.unwrap_or_default();
-        Ok(Some(BuildLog { build, log }))
-    }
-
-    /// Waits until build `id` is no longer building (at most `deadline`), calling `progress`
-    /// with each new piece of its log.
-    pub async fn wait(
-        &self,
-        id: i64,
-        deadline: Duration,
-        mut progress: impl FnMut(&str),
-    ) -> Result<Option<BuildInfo>, sqlx::Error> {
-        let started = tokio::time::Instant::now();
-        let mut shown = 0;
-        loop {
-            let Some(log) = self.build_log(id).await? else {
-                return Ok(None);
-            };
-            if log.log.len() > shown {
-                progress(&log.log[shown.min(log.log.len())..]);
-                shown = log.log.len();
-            }
-            if log.build.status != BuildStatus::Building || started.elapsed() > deadline {
-                return Ok(Some(log.build));
-            }
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        }
-    }
-
     /// Verifies a ready environment again through the providers that mount it.
     pub async fn test(&self, name: &str) -> Result<Vec<Verification>, ChangeError> {
         let Some(row) = db::get(&self.pool, name).await? else {
@@ -613,18 +523,25 @@ impl EnvironmentService {
     }
 
     /// Collects garbage every `every` (a store this console owns only).
+    /// Also, every [`ABANDON_EVERY`], gives up builds whose process is gone (another
+    /// replica's, killed), so none shows "building" for long after its console died.
     pub fn keep_collecting(self: &Arc<Self>, every: Duration) {
-        if !self.collect_garbage {
-            return;
-        }
         let service = Arc::downgrade(self);
         tokio::spawn(async move {
+            let mut collected = tokio::time::Instant::now();
             loop {
-                tokio::time::sleep(every).await;
+                tokio::time::sleep(ABANDON_EVERY.min(every)).await;
                 let Some(service) = service.upgrade() else {
                     return;
                 };
-                service.collect_garbage().await;
+                let (store, owned) = (service.store().to_owned(), service.collect_garbage);
+                if let Err(error) = give_up_abandoned(&service.pool, &store, owned).await {
+                    tracing::warn!(%error, "could not check for interrupted environment builds");
+                }
+                if service.collect_garbage && collected.elapsed() >= every {
+                    service.collect_garbage().await;
+                    collected = tokio::time::Instant::now();
+                }
             }
         });
     }
@@ -636,192 +553,11 @@ impl EnvironmentService {
     }
 }
 
-/// What garbage collection needs: which builds run, and since when each unused folder was
-/// seen unused (it is deleted only after `grace`: runs that started on a replaced build may
-/// still be reading it).
-#[derive(Debug)]
-pub struct Collector {
-    running: Arc<Mutex<HashMap<String, i64>>>,
-    unused_since: Mutex<HashMap<String, std::time::Instant>>,
-    grace: Duration,
-}
-
-impl Collector {
-    /// Deletes the folders in `store` that no environment uses, no build is writing, and
-    /// that have been unused for the grace period.
-    async fn collect(&self, pool: &AnyPool, store: &Path) -> usize {
-        let keep = match db::hashes_in_use(pool).await {
-            Ok(keep) => keep,
-            Err(error) => {
-                tracing::warn!(%error, "cannot tell which environment builds are in use");
-                return 0;
-            }
-        };
-        let now = std::time::Instant::now();
-        let mut removed = 0;
-        let mut unused_since = self.unused_since.lock().expect("collector lock");
-        unused_since.retain(|hash, _| !keep.contains(hash));
-        for entry in std::fs::read_dir(store).into_iter().flatten().flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let in_flight = self
-                .running
-                .lock()
-                .expect("running builds lock")
-                .keys()
-                .any(|hash| name.contains(hash.as_str()));
-            if keep.contains(&name) || in_flight || name.starts_with('.') {
-                continue;
-            }
-            let since = *unused_since.entry(name.clone()).or_insert(now);
-            if now.duration_since(since) < self.grace {
-                continue;
-            }
-            if std::fs::remove_dir_all(entry.path()).is_ok() {
-                unused_since.remove(&name);
-                removed += 1;
-            }
-        }
-        if removed > 0 {
-            tracing::info!(removed, "removed unused environment builds");
-        }
-        removed
-    }
-}
-
 fn spec_of(row: &EnvRow) -> Spec {
     Spec {
         python: row.python_requirements.lines().map(str::to_owned).collect(),
         npm: row.npm_packages.lines().map(str::to_owned).collect(),
         allow_sdists: row.allow_sdists,
-    }
-}
-
-struct Job {
-    pool: AnyPool,
-    /// Deletes unused builds afterwards (a store this console owns only).
-    collector: Option<Arc<Collector>>,
-    store: PathBuf,
-    catalog: Arc<StoreCatalog>,
-    tools: Tools,
-    verifier: Option<Arc<dyn Verifier>>,
-    queue: Arc<queue::BuildQueue>,
-    name: String,
-    id: i64,
-    hash: String,
-    spec: Spec,
-}
-
-impl Job {
-    async fn run(self) {
-        let log = Log::default();
-        let stage = Arc::new(Mutex::new("queued".to_owned()));
-        // The log and stage reach the database while the build runs.
-        let (pool, id) = (self.pool.clone(), self.id);
-        let (shown_log, shown_stage) = (log.clone(), stage.clone());
-        let reporter = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(LOG_EVERY).await;
-                let stage = shown_stage.lock().expect("stage lock").clone();
-                if let Err(error) = db::progress(&pool, id, &stage, &shown_log.text()).await {
-                    tracing::warn!(%error, "cannot record a build's progress");
-                }
-            }
-        });
-        let set_stage = {
-            let stage = stage.clone();
-            move |now: &str| *stage.lock().expect("stage lock") = now.to_owned()
-        };
-        let _slot = self
-            .queue
-            .admit(&|ahead| {
-                set_stage(&match ahead {
-                    0 => "queued: next, once a running build ends".to_owned(),
-                    1 => "queued: 1 build ahead".to_owned(),
-                    n => format!("queued: {n} builds ahead"),
-                })
-            })
-            .await;
-        let outcome = build::build(
-            &self.store,
-            &self.hash,
-            &self.spec,
-            &self.tools,
-            &log,
-            &set_stage,
-        )
-        .await;
-        // The reporter keeps noting progress (the build's heartbeat) through verification,
-        // which may take minutes: replicas mark silent builds interrupted.
-        match outcome {
-            Err(error) => {
-                reporter.abort();
-                log.line(&format!("Build failed: {error}"));
-                tracing::warn!(environment = %self.name, %error, "an environment build failed");
-                if let Err(e) =
-                    db::fail_build(&self.pool, self.id, &error.to_string(), &log.text()).await
-                {
-                    tracing::error!(error = %e, "cannot record a failed build");
-                }
-            }
-            Ok(built) => {
-                // Verified before it is the build in use: the page shows the result with it.
-                if let Some(verifier) = &self.verifier {
-                    set_stage("verifying under each provider");
-                    let _ = db::progress(
-                        &self.pool,
-                        self.id,
-                        "verifying under each provider",
-                        &log.text(),
-                    )
-                    .await;
-                    let mount = Mount {
-                        name: self.name.clone(),
-                        build: self.hash.clone(),
-                        dir: self.store.join(&self.hash),
-                    };
-                    let (python, npm) = build::modules(&mount.dir, &built.lock);
-                    let results = verifier.verify(&mount, &python, &npm).await;
-                    for result in &results {
-                        log.line(&match (&result.error, result.import_ms) {
-                            (None, Some(ms)) => format!(
-                                "Verified on {}: every module imports ({ms} ms).",
-                                result.provider
-                            ),
-                            (error, _) => format!(
-                                "Not usable on {}: {}",
-                                result.provider,
-                                error.as_deref().unwrap_or("unknown")
-                            ),
-                        });
-                    }
-                    if let Err(error) = db::set_verification(&self.pool, self.id, &results).await {
-                        tracing::warn!(%error, "cannot record an environment's verification");
-                    }
-                }
-                reporter.abort();
-                if let Err(error) = db::finish_build(
-                    &self.pool,
-                    self.id,
-                    &log.text(),
-                    &built.lock,
-                    built.size_bytes,
-                )
-                .await
-                {
-                    tracing::error!(%error, "cannot record a finished build");
-                    return;
-                }
-                tracing::info!(environment = %self.name, build = %self.hash, reused = built.reused, "an environment build is ready");
-                if let Err(error) = self.catalog.reload(&self.pool).await {
-                    tracing::warn!(%error, "cannot reload the environments");
-                }
-                // The build this one replaced goes once providers are rebuilt (a run that
-                // still holds it keeps its open files).
-                if let Some(collector) = &self.collector {
-                    collector.collect(&self.pool, &self.store).await;
-                }
-            }
-        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Verifying an environment under the real isolation: every top-level module imported in a
-//! fresh sandbox of each provider that mounts environments (local; docker under runc and
-//! runsc), with its saved settings and the environment in question.
+//! fresh sandbox of each provider that mounts environments and has been set up here (local;
+//! docker under runc and runsc once its settings are saved), with its saved settings and the
+//! environment in question.
 
 use std::time::Instant;
 
@@ -170,8 +171,18 @@ impl Verifier for SandboxService {
             })
             .map(|kind| (kind.info)().kind)
             .collect();
+        let active = self.active().map(|(kind, _)| kind);
         let mut out = Vec::new();
         for kind in kinds {
+            // Only providers an admin set up: never a default docker socket nobody chose
+            // (another job's daemon, or none).
+            let saved = self
+                .stored_values(&self.pool, &kind)
+                .await
+                .is_ok_and(|values| !values.is_empty());
+            if !saved && active.as_deref() != Some(kind.as_str()) {
+                continue;
+            }
             for (label, overrides) in variants(&kind) {
                 let started = Instant::now();
                 let outcome = self.verify_on(&kind, overrides, mount, python, npm).await;
