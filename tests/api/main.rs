@@ -39,6 +39,7 @@ mod remote_gateway;
 mod remote_wrappers;
 mod replicas;
 mod sandbox_settings;
+mod save_reaches_runs;
 mod scripted;
 mod self_managed_provider;
 mod setting_versions;

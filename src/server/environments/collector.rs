@@ -157,7 +157,10 @@ mod tests {
         };
 
         assert_eq!(collector.collect(&pool, store.path()).await, 0);
-        assert!(build.exists(), "no grace is short enough to take a build from a run");
+        assert!(
+            build.exists(),
+            "no grace is short enough to take a build from a run"
+        );
         drop(mount);
         assert_eq!(collector.collect(&pool, store.path()).await, 1);
         assert!(!build.exists());

@@ -35,13 +35,21 @@ struct Active {
 /// environments (what their names stand for).
 type Fingerprint = Option<(i64, i64, i64)>;
 
+/// The running provider and the stored versions it was built from, installed together: a
+/// run that finds the versions it reads already installed runs on the provider built from
+/// them, never on the one before (a run that arrives while another rebuilds waits for it).
+#[derive(Default)]
+struct Installed {
+    /// The stored settings last loaded (also when nothing could be built from them), to
+    /// notice changes made by another process.
+    seen: Fingerprint,
+    active: Option<Active>,
+}
+
 /// What the running provider should be: nothing changed since it was built, or rebuild it.
 #[derive(Default)]
 pub(super) struct Loaded {
-    active: RwLock<Option<Active>>,
-    /// The stored settings last loaded (also when nothing could be built from them), to
-    /// notice changes made by another process.
-    seen: RwLock<Fingerprint>,
+    installed: RwLock<Installed>,
     /// The active provider's kind built with another environment, by environment name (runs
     /// that ask for one); dropped with the active provider they were built beside.
     variants: Mutex<HashMap<String, Arc<dyn SandboxProvider>>>,
@@ -112,15 +120,20 @@ impl SandboxService {
     /// by the CLI or by another console on the same database). Two small reads per call.
     pub(super) async fn refresh(&self) -> Result<(), SettingError> {
         let now = self.fingerprint().await?;
-        if *self.loaded.seen.read().expect("fingerprint lock") != now {
+        if self.seen() != now {
             let _swap = self.swap.lock().await;
             // Another caller may have rebuilt it while this one waited.
             let now = self.fingerprint().await?;
-            if *self.loaded.seen.read().expect("fingerprint lock") != now {
+            if self.seen() != now {
                 self.load_active().await?;
             }
         }
         Ok(())
+    }
+
+    /// The stored versions the installed provider was built from.
+    fn seen(&self) -> Fingerprint {
+        self.loaded.installed.read().expect("installed lock").seen
     }
 
     /// Builds the active provider from what is stored. Callers hold `swap` (or are `start`).
@@ -133,12 +146,10 @@ impl SandboxService {
             catalog.reload(&self.pool).await?;
         }
         let Some(kind) = self.stored_active_kind().await? else {
-            *self.loaded.seen.write().expect("fingerprint lock") = built_from;
-            *self.loaded.active.write().expect("active provider lock") = None;
+            self.replace_active(None, built_from);
             return Ok(());
         };
         let stored = self.stored_values(&self.pool, &kind).await?;
-        *self.loaded.seen.write().expect("fingerprint lock") = built_from;
         let next = match self.open_secrets(&kind, stored) {
             Err(error) => {
                 tracing::error!(%kind, %error, "the active sandbox provider's stored secrets cannot be opened");
@@ -152,7 +163,7 @@ impl SandboxService {
                 }
             },
         };
-        self.replace_active(next);
+        self.replace_active(next, built_from);
         Ok(())
     }
 
@@ -164,24 +175,28 @@ impl SandboxService {
         provider: Arc<dyn SandboxProvider>,
     ) -> Result<(), SettingError> {
         let built_from = self.fingerprint().await?;
-        *self.loaded.seen.write().expect("fingerprint lock") = built_from;
-        self.replace_active(Some(Active {
-            kind: kind.to_owned(),
-            provider,
-        }));
+        self.replace_active(
+            Some(Active {
+                kind: kind.to_owned(),
+                provider,
+            }),
+            built_from,
+        );
         Ok(())
     }
 
-    /// Makes `next` the provider that runs code: it warms up, and the one it replaces is shut
-    /// down in the background once nobody holds it (its runs in flight finish first).
-    fn replace_active(&self, next: Option<Active>) {
+    /// Makes `next`, built from the stored versions `seen`, the provider that runs code (the
+    /// two installed at once): it warms up, and the one it replaces is shut down in the
+    /// background once nobody holds it (its runs in flight finish first).
+    fn replace_active(&self, next: Option<Active>, seen: Fingerprint) {
         if let Some(active) = next.as_ref().filter(|_| self.warm) {
             active.provider.warm_up();
         }
-        let previous = std::mem::replace(
-            &mut *self.loaded.active.write().expect("active provider lock"),
-            next,
-        );
+        let previous = {
+            let mut installed = self.loaded.installed.write().expect("installed lock");
+            installed.seen = seen;
+            std::mem::replace(&mut installed.active, next)
+        };
         let variants = std::mem::take(&mut *self.loaded.variants.lock().expect("variants lock"));
         if let Some(previous) = previous {
             tokio::spawn(async move { previous.provider.shutdown().await });
@@ -265,9 +280,10 @@ impl SandboxService {
         self.history.flush(Duration::from_secs(10)).await;
         let previous = self
             .loaded
-            .active
+            .installed
             .write()
-            .expect("active provider lock")
+            .expect("installed lock")
+            .active
             .take();
         if let Some(previous) = previous {
             previous.provider.shutdown().await;
@@ -280,8 +296,9 @@ impl SandboxService {
 
     /// The provider that runs code now, if any.
     pub fn active(&self) -> Option<(String, Arc<dyn SandboxProvider>)> {
-        let active = self.loaded.active.read().expect("active provider lock");
-        active
+        let installed = self.loaded.installed.read().expect("installed lock");
+        installed
+            .active
             .as_ref()
             .map(|a| (a.kind.clone(), a.provider.clone()))
     }
