@@ -324,6 +324,16 @@ pub struct Config {
         global = true
     )]
     pub max_connections: usize,
+    /// Connections one client address may hold at once (a trusted proxy's are not counted
+    /// here: its clients are, behind it); one more is answered 503 at once and closed, so one
+    /// client cannot take every connection.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_MAX_CONNECTIONS_PER_ADDRESS",
+        default_value_t = 64,
+        global = true
+    )]
+    pub max_connections_per_address: usize,
     /// After SIGTERM or SIGINT: how long runs and requests in flight get to finish before
     /// they are cancelled (their sandboxes killed and removed) and the console exits.
     #[arg(
@@ -524,6 +534,10 @@ impl std::fmt::Debug for Config {
             .field("stall_timeout_secs", &self.stall_timeout_secs)
             .field("body_timeout_secs", &self.body_timeout_secs)
             .field("max_connections", &self.max_connections)
+            .field(
+                "max_connections_per_address",
+                &self.max_connections_per_address,
+            )
             .field("shutdown_grace_secs", &self.shutdown_grace_secs)
             .field("max_page_requests", &self.max_page_requests)
             .field("page_queue_secs", &self.page_queue_secs)

@@ -3,8 +3,8 @@
 //! accept, or from the first byte after an idle spell), a keep-alive connection idle for
 //! `idle` is closed, a request body that stalls for `body_stall` or takes longer than
 //! `body_total` fails, a client that leaves an answer unread for `body_stall` is cut off,
-//! and at most `max_connections` are served at once: one more is answered `503` at once and
-//! closed, never queued. On stop, the listener closes, idle connections close, and requests in flight get
+//! and at most `max_connections` are served at once, at most `max_per_address` of them from
+//! one client address: one more is answered `503` at once and closed, never queued. On stop, the listener closes, idle connections close, and requests in flight get
 //! up to `drain` to finish.
 
 use std::{
@@ -54,6 +54,8 @@ pub struct Limits {
     /// Longest a whole request body may take.
     pub body_total: Duration,
     pub max_connections: usize,
+    /// Connections one peer address may hold at once (trusted proxies excepted).
+    pub max_per_address: usize,
     pub drain: Duration,
     /// Peers whose `X-Forwarded-For` is believed (see [`client_address`]).
     pub trusted_proxies: Arc<[IpNet]>,
@@ -144,6 +146,7 @@ pub async fn serve(
 ) -> io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let overflow = Arc::new(Semaphore::new(MAX_OVERFLOW_ANSWERS));
+    let per_address = PerAddress::default();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut stop = pin!(stop);
     loop {
@@ -160,13 +163,20 @@ pub async fn serve(
                 }
             },
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
+        let refused = |stream: TcpStream| {
             if let Ok(answering) = overflow.clone().try_acquire_owned() {
                 tokio::spawn(async move {
                     refuse(stream).await;
                     drop(answering);
                 });
             }
+        };
+        let Some(held) = per_address.take(peer.ip(), &limits) else {
+            refused(stream);
+            continue;
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            refused(stream);
             continue;
         };
         let _ = stream.set_nodelay(true);
@@ -175,7 +185,7 @@ pub async fn serve(
         let limits = limits.clone();
         tokio::spawn(async move {
             connection(stream, peer, router, limits, stop_rx).await;
-            drop(slot);
+            drop((slot, held));
         });
     }
     drop(listener);
@@ -192,6 +202,57 @@ pub async fn serve(
         );
     }
     Ok(())
+}
+
+/// Connections held per peer address.
+#[derive(Clone, Default)]
+struct PerAddress(Arc<Mutex<std::collections::HashMap<IpAddr, usize>>>);
+
+/// One connection counted against its address; uncounted when dropped.
+struct Held {
+    counts: PerAddress,
+    address: Option<IpAddr>,
+}
+
+impl PerAddress {
+    /// Counts a connection from `address`, or `None` when the address holds its share
+    /// already. A trusted proxy's connections are not counted (its clients are many).
+    fn take(&self, address: IpAddr, limits: &Limits) -> Option<Held> {
+        let address = address.to_canonical();
+        if limits
+            .trusted_proxies
+            .iter()
+            .any(|net| net.contains(&address))
+        {
+            return Some(Held {
+                counts: self.clone(),
+                address: None,
+            });
+        }
+        let mut counts = self.0.lock().expect("per-address lock");
+        let count = counts.entry(address).or_default();
+        if *count >= limits.max_per_address {
+            return None;
+        }
+        *count += 1;
+        Some(Held {
+            counts: self.clone(),
+            address: Some(address),
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let Some(address) = self.address else { return };
+        let mut counts = self.counts.0.lock().expect("per-address lock");
+        if let Some(count) = counts.get_mut(&address) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                counts.remove(&address);
+            }
+        }
+    }
 }
 
 /// Answers 503 and closes. What the client sent is read (briefly) before the close: closing

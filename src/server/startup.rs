@@ -95,6 +95,7 @@ impl Application {
             body_stall: Duration::from_secs(config.stall_timeout_secs.max(1)),
             body_total: Duration::from_secs(config.body_timeout_secs.max(1)),
             max_connections: serve::effective_max_connections(config.max_connections, descriptors),
+            max_per_address: config.max_connections_per_address.max(1),
             // Runs are cancelled at the grace; their answers (and the rest) get a little more.
             drain: Duration::from_secs(config.shutdown_grace_secs) + DRAIN_AFTER_GRACE,
             trusted_proxies: config.trusted_proxies.clone().into(),

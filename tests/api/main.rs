@@ -16,6 +16,7 @@ mod egress_claims;
 mod environment_builds;
 mod environment_faults;
 mod environments;
+mod fair_limits;
 #[path = "../fakes/mod.rs"]
 mod fakes;
 mod faults;

@@ -37,6 +37,10 @@ use pool::Pool;
 
 pub const KIND: &str = "docker";
 
+/// What a run may take past its own timeout once it has a container: a replacement's cold
+/// start (a second or two under gVisor), the verdict's inspects, the artifacts.
+pub const RUN_MARGIN: Duration = Duration::from_secs(8);
+
 /// What `runsc exec` prints when the sandbox under it died (an OOM kill takes it down whole).
 const RUNSC_LOST_SANDBOX: &str = "urpc method \"containerManager.";
 
@@ -575,9 +579,9 @@ impl SandboxProvider for DockerProvider {
     fn run_deadline(&self, request: &ExecRequest) -> Duration {
         let config = &self.shared.config;
         let timeout = sandbox::timeout_secs(request, config.timeout_secs);
-        // The wait for a slot, then the run and 20 s for the rest: a cold start (a second or
-        // two under gVisor), the verdict's inspects, the artifacts.
-        Duration::from_secs(u64::from(config.queue_wait_secs) + u64::from(timeout) + 20)
+        // The wait for a slot, then the run within its own bound (see `execute`), and a
+        // little for the answer to come back.
+        Duration::from_secs(u64::from(config.queue_wait_secs) + u64::from(timeout) + 2) + RUN_MARGIN
     }
 
     async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
@@ -601,9 +605,25 @@ impl SandboxProvider for DockerProvider {
         let pool = self.pool(request.language);
         let wait = Duration::from_secs(config.queue_wait_secs.into());
         let mut lease = pool.checkout(&self.shared, wait).await?;
-        let outcome = self
-            .run(&mut lease, request, Duration::from_secs(timeout.into()))
-            .await;
+        // Once a container is ours, the run is bounded by its own timeout and a margin for
+        // the rest (a replacement's cold start, the verdict's inspects, the artifacts): a
+        // frozen dockerd answers at `timeout + RUN_MARGIN`, not after the queue wait too.
+        let timeout = Duration::from_secs(timeout.into());
+        let outcome = match tokio::time::timeout(
+            timeout + RUN_MARGIN,
+            self.run(&mut lease, request, timeout),
+        )
+        .await
+        {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                tracing::warn!(
+                    container = short(&lease.id),
+                    "dockerd did not finish a run within its timeout and {RUN_MARGIN:?}; abandoned"
+                );
+                Err(Error::Timeout(timeout + RUN_MARGIN))
+            }
+        };
         let reusable = matches!(outcome, Ok((_, true)));
         pool.release(&self.shared, lease, reusable);
         outcome.map(|(result, _)| result)

@@ -1,0 +1,211 @@
+//! Limits that hold for everyone (2026-12-06 findings, item 9): one client holding and
+//! re-opening connections does not keep others out (a per-address cap), and a frozen dockerd
+//! answers a run at its own deadline plus a small margin, not after the queue wait as well.
+
+use std::{
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use serde_json::{json, Value};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpSocket, TcpStream, UnixListener, UnixStream},
+    sync::watch,
+};
+
+use crate::{
+    docker_provider::{our_containers, IMAGE},
+    faults::configure,
+    helpers::spawn_app_with,
+};
+
+async fn connect_from(source: [u8; 4], to: std::net::SocketAddr) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind((source, 0).into()).unwrap();
+    socket.connect(to).await.unwrap()
+}
+
+async fn answer_of(stream: &mut TcpStream, request: &[u8]) -> String {
+    let _ = stream.write_all(request).await;
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn one_address_holding_connections_leaves_room_for_everyone_else() {
+    let app = spawn_app_with(|config| config.max_connections_per_address = 8).await;
+    let to: std::net::SocketAddr = app.address.trim_start_matches("http://").parse().unwrap();
+    // Eight half-open requests from one address: its whole share.
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        let mut stream = connect_from([127, 0, 0, 1], to).await;
+        stream
+            .write_all(b"GET /healthz HTTP/1.1\r\n")
+            .await
+            .unwrap();
+        held.push(stream);
+    }
+
+    let mut ninth = connect_from([127, 0, 0, 1], to).await;
+    let refused = answer_of(&mut ninth, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let mut other = connect_from([127, 0, 0, 2], to).await;
+    let served = answer_of(
+        &mut other,
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    // Its share comes back as its connections close.
+    drop(held);
+    let started = Instant::now();
+    loop {
+        let mut again = connect_from([127, 0, 0, 1], to).await;
+        let answer = answer_of(
+            &mut again,
+            b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        if answer.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{answer}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A socket in front of the real dockerd that forwards every byte until it is frozen; then it
+/// forwards nothing more (as a SIGSTOPped dockerd answers nothing).
+struct FreezableDocker {
+    path: PathBuf,
+    frozen: watch::Sender<bool>,
+    _dir: tempfile::TempDir,
+}
+
+impl FreezableDocker {
+    fn start() -> FreezableDocker {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("docker.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let frozen = watch::channel(false).0;
+        let gate = frozen.clone();
+        tokio::spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let gate = gate.subscribe();
+                tokio::spawn(async move {
+                    let Ok(outbound) = UnixStream::connect("/var/run/docker.sock").await else {
+                        return;
+                    };
+                    let (in_read, in_write) = inbound.into_split();
+                    let (out_read, out_write) = outbound.into_split();
+                    let pipe = |mut from: tokio::net::unix::OwnedReadHalf,
+                                mut to: tokio::net::unix::OwnedWriteHalf,
+                                mut gate: watch::Receiver<bool>| async move {
+                        let mut buffer = vec![0u8; 64 * 1024];
+                        loop {
+                            let Ok(n) = from.read(&mut buffer).await else {
+                                return;
+                            };
+                            if n == 0 {
+                                return;
+                            }
+                            // Frozen: hold the bytes forever, as a stopped daemon does.
+                            let _ = gate.wait_for(|frozen| !frozen).await;
+                            if to.write_all(&buffer[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    };
+                    let up = pipe(in_read, out_write, gate.clone());
+                    let down = pipe(out_read, in_write, gate);
+                    tokio::join!(up, down);
+                });
+            }
+        });
+        FreezableDocker {
+            path,
+            frozen,
+            _dir: dir,
+        }
+    }
+
+    fn host(&self) -> String {
+        format!("unix://{}", self.path.display())
+    }
+
+    fn freeze(&self, frozen: bool) {
+        self.frozen.send_replace(frozen);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_dockerd_answers_a_run_at_its_own_deadline() {
+    let docker = Arc::new(FreezableDocker::start());
+    let (app, stop, running) =
+        crate::helpers::spawn_app_stoppable(tempfile::tempdir().unwrap(), |_| {}).await;
+    let admin = app.api_key("ops", &["admin"]).await;
+    let key = app.api_key("agent", &["execute"]).await;
+    configure(
+        &app,
+        &admin,
+        "docker",
+        json!({"docker_host": docker.host(), "runtime": "runc", "python_image": IMAGE,
+               "javascript_image": IMAGE, "pool_size": 1, "fresh_container_per_run": false,
+               "queue_wait_secs": 30, "environment": "none"}),
+    )
+    .await;
+    let warm: Value = app
+        .post_json(
+            "/api/v1/execute",
+            &key,
+            &json!({"language": "python", "code": "def main():\n    return 1\n"}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(warm["status"], "success", "{warm}");
+    // Frozen only once a container waits ready (none warming, none busy).
+    app.login().await;
+    let started = Instant::now();
+    loop {
+        let pool = app.call_ok("sandbox_settings", &[]).await["active_pool"].clone();
+        if pool["warming"] == 0 && pool["busy"] == 0 && pool["size"].as_u64() > Some(0) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{pool}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    docker.freeze(true);
+    let started = Instant::now();
+    let response = app
+        .post_json(
+            "/api/v1/execute",
+            &key,
+            &json!({"language": "python", "code": "def main():\n    return 1\n", "timeout": 2}),
+        )
+        .await;
+    let took = started.elapsed();
+    let status = response.status().as_u16();
+    let body = response.text().await.unwrap();
+    docker.freeze(false);
+
+    assert_eq!(status, 504, "{body}");
+    // 2 s and the 8 s margin, not the 30 s queue wait and 20 s more (52 s) as before.
+    assert!(
+        took < Duration::from_secs(2 + 8 + 5),
+        "a 2 s run on a frozen dockerd answered after {took:?}"
+    );
+    stop.send(()).unwrap();
+    running.await.unwrap().unwrap();
+    assert_eq!(
+        our_containers(),
+        Vec::<String>::new(),
+        "nothing outlives the console"
+    );
+}
