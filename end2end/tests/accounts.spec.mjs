@@ -21,6 +21,12 @@ test('a new administrator must replace the generated password before anything el
   await page.screenshot({ path: testInfo.outputPath(`administrators-${testInfo.project.name}.png`), fullPage: true });
   await page.reload();
   await expect(page.locator('#one-time-password')).toHaveCount(0);
+  // The same name again is refused on the form, the name kept in the field.
+  await page.locator('#new-admin').fill(name);
+  await page.getByTestId('add-admin').click();
+  await expect(page).toHaveURL(/\/admin\/administrators$/);
+  await expect(page.getByTestId('username-error')).toContainText('already exists');
+  await expect(page.locator('#new-admin')).toHaveValue(name);
 
   const context = await browser.newContext({ javaScriptEnabled });
   const other = await context.newPage();
@@ -33,6 +39,15 @@ test('a new administrator must replace the generated password before anything el
   await other.goto('/admin/sandbox-settings');
   await expect(other).toHaveURL(/\/admin\/account$/);
   await other.screenshot({ path: testInfo.outputPath(`forced-password-change-${testInfo.project.name}.png`), fullPage: true });
+
+  // A mistyped confirmation: the page again, the message beside the field (never /rpc JSON).
+  await other.locator('#current-password').fill(generated);
+  await other.locator('#new-password').fill('my-own-password-1');
+  await other.locator('#confirm-password').fill('my-own-password-2');
+  await other.getByTestId('change-password').click();
+  await expect(other).toHaveURL(/\/admin\/account$/);
+  await expect(other.getByTestId('confirm-error')).toContainText('differ');
+  await expect(other.locator('#confirm-password')).toBeFocused();
 
   await other.locator('#current-password').fill(generated);
   await other.locator('#new-password').fill('my-own-password-1');

@@ -52,6 +52,14 @@ pub enum AccountFlash {
     Notice(String, String),
     /// A password was generated for `username`: shown once, here.
     OneTimePassword { username: String, password: String },
+    /// A form was refused: the message goes beside `field` (`current`, `new`, `confirm`,
+    /// `username`), and `value` is what was typed there (never a password).
+    Refused {
+        field: String,
+        message: String,
+        #[serde(default)]
+        value: String,
+    },
 }
 
 /// The languages an admin may choose (each named in itself).

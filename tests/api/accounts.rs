@@ -486,3 +486,64 @@ async fn every_page_speaks_chinese_and_writes_dates_in_the_chosen_language() {
         );
     }
 }
+
+/// Posts an account form as a browser does (JavaScript on or off: these forms are plain) and
+/// returns where it led and that page.
+async fn post_form(app: &TestApp, function: &str, form: &[(&str, &str)]) -> (u16, String, String) {
+    let response = app
+        .client
+        .post(app.url(&format!("/rpc/{function}")))
+        .header("accept", "text/html")
+        .form(form)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let target = location(&response);
+    let page = if target.is_empty() {
+        response.text().await.unwrap()
+    } else {
+        app.text_of(&target).await
+    };
+    (status, target, page)
+}
+
+#[tokio::test]
+async fn refused_account_and_administrator_forms_come_back_on_their_page_beside_the_field() {
+    let app = spawn_app().await;
+    app.login().await;
+    add(&app, "ops-lead").await;
+
+    let (status, target, page) = post_form(
+        &app,
+        "change_password",
+        &[("current", PASSWORD), ("new", "a-new-pass-1"), ("confirm", "a-new-pass-2")],
+    )
+    .await;
+    assert!(matches!(status, 302 | 303), "{status}: {page}");
+    assert_eq!(target, "/admin/account");
+    assert!(page.contains("data-testid=\"confirm-error\""), "{page}");
+    assert!(page.contains("confirmation differ"), "{page}");
+
+    let (_, target, page) = post_form(
+        &app,
+        "change_password",
+        &[("current", "not-it"), ("new", "a-new-pass-1"), ("confirm", "a-new-pass-1")],
+    )
+    .await;
+    assert_eq!(target, "/admin/account");
+    assert!(page.contains("data-testid=\"current-error\""), "{page}");
+
+    let (status, target, page) =
+        post_form(&app, "add_administrator", &[("username", "ops-lead")]).await;
+    assert!(matches!(status, 302 | 303), "{status}: {page}");
+    assert_eq!(target, "/admin/administrators");
+    assert!(page.contains("data-testid=\"username-error\""), "{page}");
+    assert!(page.contains("already exists"), "{page}");
+    assert!(page.contains("value=\"ops-lead\""), "what was typed stays in the field");
+    let (_, _, page) = post_form(&app, "add_administrator", &[("username", "bad name!")]).await;
+    assert!(page.contains("value=\"bad name!\""), "{page}");
+    // Callers that ask for JSON still get the error itself.
+    let json = app.call("add_administrator", &[("username", "ops-lead")]).await;
+    assert_eq!(json.status().as_u16(), 400);
+}

@@ -35,10 +35,21 @@ pub fn AccountPage() -> impl IntoView {
 fn AccountView(account: Account, flash: Option<AccountFlash>) -> impl IntoView {
     let i18n = use_i18n();
     let locale = i18n.get_locale_untracked();
-    let notice = match flash {
-        Some(AccountFlash::Notice(class, text)) => Some((class, text)),
-        _ => None,
+    let (notice, refused) = match flash {
+        Some(AccountFlash::Notice(class, text)) => (Some((class, text)), None),
+        Some(AccountFlash::Refused { field, message, .. }) => (None, Some((field, message))),
+        _ => (None, None),
     };
+    // A refused change: its message beside the field it is about, focused there.
+    let error_of = |name: &str| {
+        refused
+            .as_ref()
+            .filter(|(field, _)| field == name)
+            .map(|(_, message)| message.clone())
+    };
+    let (current_error, new_error, confirm_error) =
+        (error_of("current"), error_of("new"), error_of("confirm"));
+    let none_refused = refused.is_none();
     let forced = account.admin.must_change_password;
     let theme = account.admin.theme.clone();
     let language = account.admin.locale.clone();
@@ -58,18 +69,12 @@ fn AccountView(account: Account, flash: Option<AccountFlash>) -> impl IntoView {
             <h2 id="password-title">{t!(i18n, account.change_title)}</h2>
             <p class="muted">{td_string!(locale, account.change_help, name = account.admin.username.clone()).to_string()}</p>
             <form method="post" action="/rpc/change_password" class="stack" data-testid="password-form">
-                <div class="field">
-                    <label for="current-password">{t!(i18n, account.current)}</label>
-                    <input id="current-password" name="current" type="password" autocomplete="current-password" required autofocus=forced/>
-                </div>
-                <div class="field">
-                    <label for="new-password">{t!(i18n, account.new_pw)}</label>
-                    <input id="new-password" name="new" type="password" autocomplete="new-password" minlength="8" required/>
-                </div>
-                <div class="field">
-                    <label for="confirm-password">{t!(i18n, account.confirm)}</label>
-                    <input id="confirm-password" name="confirm" type="password" autocomplete="new-password" minlength="8" required/>
-                </div>
+                <PasswordField id="current-password" name="current" label=td_string!(locale, account.current).to_string()
+                    autocomplete="current-password" error=current_error focus=forced && none_refused/>
+                <PasswordField id="new-password" name="new" label=td_string!(locale, account.new_pw).to_string()
+                    autocomplete="new-password" error=new_error focus=false/>
+                <PasswordField id="confirm-password" name="confirm" label=td_string!(locale, account.confirm).to_string()
+                    autocomplete="new-password" error=confirm_error focus=false/>
                 <div class="actions"><button type="submit" class="button" data-testid="change-password">{t!(i18n, account.change)}</button></div>
             </form>
         </section>
@@ -117,6 +122,33 @@ fn AccountView(account: Account, flash: Option<AccountFlash>) -> impl IntoView {
                 <button type="submit" class="button ghost" data-testid="save-theme">{t!(i18n, account.save_theme)}</button>
             </form>
         </section>
+    }
+}
+
+/// One password field of the change form, with the message of a refused change beside it
+/// (and the focus, then).
+#[component]
+fn PasswordField(
+    id: &'static str,
+    name: &'static str,
+    label: String,
+    autocomplete: &'static str,
+    error: Option<String>,
+    focus: bool,
+) -> impl IntoView {
+    let invalid = error.is_some();
+    let error_id = format!("{id}-error");
+    let described = invalid.then(|| error_id.clone());
+    view! {
+        <div class="field" class:has-error=invalid>
+            <label for=id>{label}</label>
+            <input id=id name=name type="password" autocomplete=autocomplete required
+                minlength=(name != "current").then_some("8") autofocus=focus || invalid
+                aria-invalid=invalid.then_some("true") aria-describedby=described/>
+            {error.map(|message| view! {
+                <p class="field-error" id=error_id role="alert" data-testid=format!("{name}-error")>{message}</p>
+            })}
+        </div>
     }
 }
 

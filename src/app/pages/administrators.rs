@@ -40,8 +40,13 @@ pub fn AdministratorsPage() -> impl IntoView {
 fn Admins(admins: Vec<AdminSummary>, me: i64, flash: Option<AccountFlash>) -> impl IntoView {
     let i18n = use_i18n();
     let locale = i18n.get_locale_untracked();
+    let mut refused = None;
     let (notice, generated) = match flash {
         Some(AccountFlash::Notice(class, text)) => (Some((class, text)), None),
+        Some(AccountFlash::Refused { message, value, .. }) => {
+            refused = Some((message, value));
+            (None, None)
+        }
         Some(AccountFlash::OneTimePassword { username, password }) => {
             (None, Some((username, password)))
         }
@@ -110,10 +115,21 @@ fn Admins(admins: Vec<AdminSummary>, me: i64, flash: Option<AccountFlash>) -> im
         <section class="card" aria-labelledby="add-title">
             <h2 id="add-title">{t!(i18n, admins.add_title)}</h2>
             <form method="post" action="/rpc/add_administrator" class="actions" data-testid="add-admin-form">
-                <div class="field">
-                    <label for="new-admin">{t!(i18n, common.name)}</label>
-                    <input id="new-admin" name="username" required maxlength="64" autocomplete="off"/>
-                </div>
+                {
+                    let (error, typed) = refused.map_or((None, String::new()), |(m, v)| (Some(m), v));
+                    let invalid = error.is_some();
+                    view! {
+                        <div class="field" class:has-error=invalid>
+                            <label for="new-admin">{t!(i18n, common.name)}</label>
+                            <input id="new-admin" name="username" required maxlength="64" autocomplete="off"
+                                value=typed autofocus=invalid aria-invalid=invalid.then_some("true")
+                                aria-describedby=invalid.then_some("new-admin-error")/>
+                            {error.map(|message| view! {
+                                <p class="field-error" id="new-admin-error" role="alert" data-testid="username-error">{message}</p>
+                            })}
+                        </div>
+                    }
+                }
                 <button type="submit" class="button" data-testid="add-admin">{t!(i18n, admins.add)}</button>
             </form>
             <p class="help">{t!(i18n, admins.name_help)}</p>

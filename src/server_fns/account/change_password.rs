@@ -19,12 +19,12 @@ pub async fn change_password(
 
     let admin = crate::server_fns::require_admin().await?;
     let state = expect_context::<crate::server::state::AppState>();
-    let refused = |message: String| async move {
-        super::flash_notice(super::PAGE, "error", message.clone()).await?;
-        Err::<(), _>(super::refusal(AppError::BadRequest(message)))
+    let refused = |field: &'static str, message: String| async move {
+        Err::<(), _>(super::refuse(super::PAGE, field, "", AppError::BadRequest(message)).await)
     };
     if new != confirm {
         return refused(
+            "confirm",
             crate::i18n::td_string!(crate::server_fns::guard::locale(), account.password_differs)
                 .to_string(),
         )
@@ -56,8 +56,7 @@ pub async fn change_password(
                 "Too many wrong passwords: try again in {} minute(s). Nothing was changed.",
                 wait.as_secs().div_ceil(60).max(1)
             );
-            super::flash_notice(super::PAGE, "error", message.clone()).await?;
-            return Err(super::refusal(AppError::TooMany(message)));
+            return Err(super::refuse(super::PAGE, "current", "", AppError::TooMany(message)).await);
         }
     };
     let user = match account::change_password(&state.pool, admin.id, current, new).await {
@@ -68,15 +67,15 @@ pub async fn change_password(
         Err(e @ ChangeError::WrongCurrent) => {
             // The attempt stays counted as a failure.
             drop(attempt);
-            return refused(format!("{e} Nothing was changed.")).await;
+            return refused("current", format!("{e} Nothing was changed.")).await;
         }
         Err(ChangeError::Password(e @ crate::server::auth::password::PasswordError::TooShort)) => {
             attempt.succeeded().await;
-            return refused(format!("Nothing was changed: {e}.")).await;
+            return refused("new", format!("Nothing was changed: {e}.")).await;
         }
         Err(e @ ChangeError::Same) => {
             attempt.succeeded().await;
-            return refused(format!("{e} Nothing was changed.")).await;
+            return refused("new", format!("{e} Nothing was changed.")).await;
         }
         Err(other) => {
             attempt.withdrawn().await;

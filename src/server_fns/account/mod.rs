@@ -58,6 +58,30 @@ pub(crate) async fn flash_notice(
     Ok(())
 }
 
+/// A refused account or administrator form: for a plain form post (JavaScript on or off: the
+/// forms are plain), the page again with `error`'s message beside `field` and `value` typed
+/// back (never a password); otherwise the error with its own status.
+#[cfg(feature = "ssr")]
+pub(crate) async fn refuse(
+    page: &str,
+    field: &str,
+    value: &str,
+    error: crate::server_fns::error::AppError,
+) -> crate::server_fns::error::AppError {
+    use crate::server_fns::guard::{flash_to, plain_form};
+    if plain_form() {
+        let flash = crate::model::admin::AccountFlash::Refused {
+            field: field.to_owned(),
+            message: error.to_string(),
+            value: value.to_owned(),
+        };
+        if let Err(failed) = flash_to(&flash, page).await {
+            return failed;
+        }
+    }
+    refusal(error)
+}
+
 /// The error a refused account form answers with: for a plain form post the redirect that
 /// [`flash_notice`] set stands (the page shows the message), otherwise the error's own status.
 #[cfg(feature = "ssr")]

@@ -8,8 +8,8 @@ use crate::server_fns::error::AppError;
 pub async fn add_administrator(#[server(default)] username: String) -> Result<String, AppError> {
     use crate::server::auth::account::{self, AccountError};
     use crate::server_fns::{
-        account::{audit, flash_notice},
-        guard::{internal, reject},
+        account::{audit, refuse},
+        guard::internal,
     };
 
     let admin = crate::server_fns::require_admin().await?;
@@ -31,8 +31,8 @@ pub async fn add_administrator(#[server(default)] username: String) -> Result<St
                 first.make_ascii_uppercase();
             }
             let message = format!("{message}. Nobody was added.");
-            flash_notice(super::PAGE, "error", message.clone()).await?;
-            Err(reject(AppError::BadRequest(message)))
+            let typed: String = username.chars().take(64).collect();
+            Err(refuse(super::PAGE, "username", &typed, AppError::BadRequest(message)).await)
         }
         Err(other) => Err(internal(other)),
     }

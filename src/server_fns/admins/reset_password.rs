@@ -8,7 +8,7 @@ use crate::server_fns::error::AppError;
 #[server(prefix = "/rpc", endpoint = "reset_administrator_password")]
 pub async fn reset_administrator_password(id: String) -> Result<String, AppError> {
     use crate::server_fns::{
-        account::{audit, flash_notice},
+        account::{audit, flash_notice, refusal},
         guard::{internal, reject},
     };
 
@@ -21,7 +21,7 @@ pub async fn reset_administrator_password(id: String) -> Result<String, AppError
         let message = crate::i18n::td_string!(crate::server_fns::guard::locale(), admins.reset_own)
             .to_string();
         flash_notice(super::PAGE, "error", message.clone()).await?;
-        return Err(reject(AppError::BadRequest(message)));
+        return Err(refusal(AppError::BadRequest(message)));
     }
     let state = expect_context::<crate::server::state::AppState>();
     let Some(user) = crate::server::db::admin_user::find_by_id(&state.pool, id)
@@ -31,7 +31,7 @@ pub async fn reset_administrator_password(id: String) -> Result<String, AppError
         let message =
             crate::i18n::td_string!(crate::server_fns::guard::locale(), admins.no_such).to_string();
         flash_notice(super::PAGE, "error", message.clone()).await?;
-        return Err(reject(AppError::BadRequest(message)));
+        return Err(refusal(AppError::BadRequest(message)));
     };
     let password = crate::server::auth::account::reset_to_generated(&state.pool, id)
         .await

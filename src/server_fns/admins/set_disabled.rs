@@ -9,8 +9,8 @@ use crate::server_fns::error::AppError;
 pub async fn set_administrator_disabled(id: String, disabled: String) -> Result<(), AppError> {
     use crate::i18n::td_string;
     use crate::server_fns::{
-        account::{audit, flash_notice},
-        guard::{internal, locale, reject},
+        account::{audit, flash_notice, refusal},
+        guard::{internal, locale},
     };
 
     let admin = crate::server_fns::require_admin().await?;
@@ -18,7 +18,7 @@ pub async fn set_administrator_disabled(id: String, disabled: String) -> Result<
         let message = message.to_owned();
         async move {
             flash_notice(super::PAGE, "error", message.clone()).await?;
-            Err::<(), _>(reject(AppError::BadRequest(message)))
+            Err::<(), _>(refusal(AppError::BadRequest(message)))
         }
     };
     let Ok(id) = id.trim().parse::<i64>() else {
