@@ -13,7 +13,7 @@ test.beforeEach(async ({ page }) => {
 // Whatever happened, the local provider runs with the default environment again.
 test.afterEach(async ({ page }) => {
   await page.goto('/admin/sandbox-settings?provider=local');
-  await page.locator('#field-environment').fill('');
+  await page.locator('#field-environment').selectOption('');
   await page.getByTestId('save').click();
   await expect(page.getByTestId('save-notice')).toContainText('Saved (version');
 });
@@ -39,8 +39,10 @@ test('an admin builds an environment and runs pandas and a chart on it', async (
   await page.getByTestId('save-environment').click();
   await expect(page).toHaveURL(new RegExp(`/admin/environments/${name}$`));
   // Built for real, or (the second project, a later run) found complete in the shared store.
+  // Based on the default (the form's choice): its packages, then these.
+  await expect(page.getByTestId('env-based-on')).toHaveText('default');
   await expect(page.getByTestId('build-log')).toContainText(
-    /pip install pandas<3 matplotlib|A complete build of this spec is in the store already/,
+    /pip install numpy pandas<3 matplotlib requests|A complete build of this spec is in the store already/,
   );
   // The page follows the build until it is ready.
   await expect(page.locator('h1 [data-testid=env-status]')).toHaveText('ready', { timeout: 360_000 });
@@ -55,7 +57,7 @@ test('an admin builds an environment and runs pandas and a chart on it', async (
   // The local provider mounts it.
   await page.goto('/admin/sandbox-settings?provider=local');
   await expectInteractive(page, javaScriptEnabled);
-  await page.locator('#field-environment').fill(name);
+  await page.locator('#field-environment').selectOption(name);
   await page.getByTestId('save').click();
   await expect(page.getByTestId('save-notice')).toContainText('Saved (version');
 

@@ -91,8 +91,12 @@ pub struct EnvironmentInfo {
     pub name: String,
     pub python_requirements: String,
     pub npm_packages: String,
-    /// Building packages from source distributions is allowed (runs their code on the host).
+    /// Building packages from source distributions is allowed (their code runs in the build
+    /// sandbox).
     pub allow_sdists: bool,
+    /// The environment whose packages come first ('' for none): "default plus tabulate".
+    #[serde(default)]
+    pub base: String,
     pub version: i64,
     pub is_default: bool,
     pub updated_at: String,
@@ -131,6 +135,9 @@ pub struct EnvironmentForm {
     pub python_requirements: String,
     pub npm_packages: String,
     pub allow_sdists: bool,
+    /// The environment it is based on ('' for none).
+    #[serde(default)]
+    pub base: String,
     /// The version edited (absent when creating).
     pub version: Option<i64>,
 }
@@ -157,6 +164,9 @@ pub struct EnvironmentPage {
     /// The newest build's log (the one building, failed or in use).
     pub log: Option<BuildLog>,
     pub flash: Option<EnvironmentFlash>,
+    /// Every environment's name (what this one may be based on).
+    #[serde(default)]
+    pub names: Vec<String>,
 }
 
 /// Checks an environment's name: 1 to 40 characters, lowercase letters, digits, `-` and `_`,

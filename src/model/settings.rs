@@ -45,6 +45,9 @@ pub enum SaveOutcome {
         /// The saved version this save brought back (a restore).
         #[serde(default)]
         restored_from: Option<i64>,
+        /// What the save takes away that runs had (packages of the environment it left).
+        #[serde(default)]
+        warning: Option<String>,
     },
     /// The save would have put a provider that fails its health check in charge of every
     /// run; nothing was saved. "Activate anyway" and "Save anyway (inactive)" are the

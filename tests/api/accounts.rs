@@ -517,7 +517,11 @@ async fn refused_account_and_administrator_forms_come_back_on_their_page_beside_
     let (status, target, page) = post_form(
         &app,
         "change_password",
-        &[("current", PASSWORD), ("new", "a-new-pass-1"), ("confirm", "a-new-pass-2")],
+        &[
+            ("current", PASSWORD),
+            ("new", "a-new-pass-1"),
+            ("confirm", "a-new-pass-2"),
+        ],
     )
     .await;
     assert!(matches!(status, 302 | 303), "{status}: {page}");
@@ -528,7 +532,11 @@ async fn refused_account_and_administrator_forms_come_back_on_their_page_beside_
     let (_, target, page) = post_form(
         &app,
         "change_password",
-        &[("current", "not-it"), ("new", "a-new-pass-1"), ("confirm", "a-new-pass-1")],
+        &[
+            ("current", "not-it"),
+            ("new", "a-new-pass-1"),
+            ("confirm", "a-new-pass-1"),
+        ],
     )
     .await;
     assert_eq!(target, "/admin/account");
@@ -540,10 +548,15 @@ async fn refused_account_and_administrator_forms_come_back_on_their_page_beside_
     assert_eq!(target, "/admin/administrators");
     assert!(page.contains("data-testid=\"username-error\""), "{page}");
     assert!(page.contains("already exists"), "{page}");
-    assert!(page.contains("value=\"ops-lead\""), "what was typed stays in the field");
+    assert!(
+        page.contains("value=\"ops-lead\""),
+        "what was typed stays in the field"
+    );
     let (_, _, page) = post_form(&app, "add_administrator", &[("username", "bad name!")]).await;
     assert!(page.contains("value=\"bad name!\""), "{page}");
     // Callers that ask for JSON still get the error itself.
-    let json = app.call("add_administrator", &[("username", "ops-lead")]).await;
+    let json = app
+        .call("add_administrator", &[("username", "ops-lead")])
+        .await;
     assert_eq!(json.status().as_u16(), 400);
 }

@@ -13,6 +13,7 @@ mod docker_provider;
 mod e2b_provider;
 mod egress;
 mod egress_claims;
+mod environment_bases;
 mod environment_builds;
 mod environment_faults;
 mod environments;

@@ -96,13 +96,26 @@ fn EnvironmentList(list: Vec<EnvironmentInfo>, flash: Option<EnvironmentFlash>) 
     let i18n = use_i18n();
     let locale = i18n.get_locale_untracked();
     let building = list.iter().any(|e| e.status() == "building");
+    let names: Vec<String> = list.iter().map(|e| e.name.clone()).collect();
+    // A new environment adds to the default one unless the admin says otherwise.
+    let default_base = list
+        .iter()
+        .find(|e| e.is_default)
+        .map(|e| e.name.clone())
+        .unwrap_or_default();
     let (form, errors) = match &flash {
         Some(EnvironmentFlash::Refused {
             form: Some(form),
             errors,
             ..
         }) if form.version.is_none() => (form.clone(), errors.clone()),
-        _ => (EnvironmentForm::default(), Default::default()),
+        _ => (
+            EnvironmentForm {
+                base: default_base,
+                ..EnvironmentForm::default()
+            },
+            Default::default(),
+        ),
     };
     view! {
         {building.then(|| view! { <Meta http_equiv="refresh" content="3"/> })}
@@ -143,7 +156,7 @@ fn EnvironmentList(list: Vec<EnvironmentInfo>, flash: Option<EnvironmentFlash>) 
         </section>
         <section class="card">
             <h2>{t!(i18n, env.create_title)}</h2>
-            <SpecForm form errors editing=false/>
+            <SpecForm form errors editing=false bases=names/>
         </section>
     }
 }
@@ -154,6 +167,8 @@ fn SpecForm(
     form: EnvironmentForm,
     errors: std::collections::BTreeMap<String, String>,
     editing: bool,
+    /// Environments it may be based on (itself left out here).
+    bases: Vec<String>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let locale = i18n.get_locale_untracked();
@@ -168,11 +183,15 @@ fn SpecForm(
         errors.contains_key("python_requirements"),
         errors.contains_key("npm_packages"),
     );
-    let (name_error, python_error, npm_error) = (
+    let (name_error, python_error, npm_error, base_error) = (
         error("name"),
         error("python_requirements"),
         error("npm_packages"),
+        error("base"),
     );
+    let base_bad = errors.contains_key("base");
+    let own = form.name.clone();
+    let chosen = form.base.clone();
     view! {
         <form method="post" action="/rpc/save_environment" data-testid="environment-form">
             {if editing {
@@ -191,6 +210,18 @@ fn SpecForm(
                     </div>
                 }.into_any()
             }}
+            <div class="field" class:has-error=base_bad>
+                <label for="env-base">{t!(i18n, env.base)}</label>
+                <select id="env-base" name="base" aria-describedby="env-base-help" data-testid="env-base">
+                    <option value="" selected=chosen.is_empty()>{t!(i18n, env.base_none)}</option>
+                    {bases.into_iter().filter(|b| *b != own).map(|b| {
+                        let selected = b == chosen;
+                        view! { <option value=b.clone() selected=selected>{b.clone()}</option> }
+                    }).collect_view()}
+                </select>
+                <p class="help" id="env-base-help">{t!(i18n, env.base_help)}</p>
+                {base_error}
+            </div>
             <div class="field" class:has-error=python_bad>
                 <label for="env-python">{t!(i18n, env.python)}</label>
                 <textarea id="env-python" name="python_requirements" rows="6" class="mono"
@@ -256,6 +287,7 @@ fn EnvironmentView(page: EnvironmentPage) -> impl IntoView {
         environment: env,
         log,
         flash,
+        names,
     } = page;
     let building = env.status() == "building";
     let (form, errors) = match &flash {
@@ -270,6 +302,7 @@ fn EnvironmentView(page: EnvironmentPage) -> impl IntoView {
                 python_requirements: env.python_requirements.clone(),
                 npm_packages: env.npm_packages.clone(),
                 allow_sdists: env.allow_sdists,
+                base: env.base.clone(),
                 version: Some(env.version),
             },
             Default::default(),
@@ -287,6 +320,7 @@ fn EnvironmentView(page: EnvironmentPage) -> impl IntoView {
         <section class="card">
             <dl class="facts">
                 <dt>{t!(i18n, dash.version)}</dt><dd>{env.version} " — " {env.updated_by.clone()} ", " <When stamp=env.updated_at.clone()/></dd>
+                <dt>{t!(i18n, env.base)}</dt><dd data-testid="env-based-on">{if env.base.is_empty() { td_string!(locale, env.base_none).to_string() } else { env.base.clone() }}</dd>
                 <dt>{t!(i18n, env.used_by)}</dt><dd data-testid="env-used-by">{if env.used_by.is_empty() { td_string!(locale, env.no_provider).to_string() } else { env.used_by.join(", ") }}</dd>
                 <dt>{t!(i18n, env.in_use)}</dt><dd>{env.ready.as_ref().map_or(td_string!(locale, env.no_build).to_string(), |b| td_string!(locale, env.build_line, id = b.id, hash = b.spec_hash.clone(), size = mib(b.size_bytes)).to_string())}</dd>
             </dl>
@@ -308,7 +342,7 @@ fn EnvironmentView(page: EnvironmentPage) -> impl IntoView {
         })}
         <section class="card">
             <h2>{t!(i18n, env.spec)}</h2>
-            <SpecForm form errors editing=true/>
+            <SpecForm form errors editing=true bases=names/>
         </section>
     }
 }

@@ -50,7 +50,10 @@ type Notice = (&'static str, String);
 fn save_notice(locale: Locale, outcome: &SaveOutcome, restored: Option<i64>) -> Notice {
     match outcome {
         SaveOutcome::Saved {
-            version, active, ..
+            version,
+            active,
+            warning,
+            ..
         } => {
             let version = *version;
             let text = match (restored, *active) {
@@ -61,7 +64,10 @@ fn save_notice(locale: Locale, outcome: &SaveOutcome, restored: Option<i64>) -> 
                 (None, true) => td_string!(locale, settings.saved_live, version).to_string(),
                 (None, false) => td_string!(locale, settings.saved, version).to_string(),
             };
-            ("success", text)
+            match warning {
+                Some(warning) => ("info", format!("{text} {warning}")),
+                None => ("success", text),
+            }
         }
         SaveOutcome::Invalid { .. } => ("error", td_string!(locale, settings.invalid).to_string()),
         SaveOutcome::Conflict { message } => ("error", message.clone()),

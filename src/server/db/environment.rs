@@ -32,10 +32,12 @@ pub struct EnvRow {
     pub ready_build: Option<i64>,
     pub updated_at: String,
     pub updated_by: String,
+    /// The environment this one is based on ('' for none).
+    pub base: String,
 }
 
 const ENV_COLUMNS: &str = "name, python_requirements, npm_packages, allow_sdists, is_default, \
-                           version, ready_build, updated_at, updated_by";
+                           version, ready_build, updated_at, updated_by, base";
 
 #[derive(sqlx::FromRow)]
 struct BuildRow {
@@ -109,6 +111,8 @@ pub struct Spec<'a> {
     pub python_requirements: &'a str,
     pub npm_packages: &'a str,
     pub allow_sdists: bool,
+    /// The environment this one is based on ('' for none).
+    pub base: &'a str,
 }
 
 /// Creates (`expected` = None) or updates (`expected` = the version the form showed) an
@@ -127,13 +131,14 @@ pub async fn save(
             sqlx::query(
                 "update environment set python_requirements = $1, npm_packages = $2, \
                  allow_sdists = $3, version = version + 1, updated_by = $4, \
-                 updated_at = $5 where name = $6",
+                 updated_at = $5, base = $6 where name = $7",
             )
             .bind(spec.python_requirements)
             .bind(spec.npm_packages)
             .bind(i64::from(spec.allow_sdists))
             .bind(actor)
             .bind(clock::now_seconds())
+            .bind(spec.base)
             .bind(name)
             .execute(&mut *tx)
             .await?;
@@ -149,7 +154,7 @@ pub async fn save(
             let first = existing == 0;
             sqlx::query(
                 "insert into environment (name, python_requirements, npm_packages, \
-                 allow_sdists, is_default, updated_by) values ($1, $2, $3, $4, $5, $6)",
+                 allow_sdists, is_default, updated_by, base) values ($1, $2, $3, $4, $5, $6, $7)",
             )
             .bind(name)
             .bind(spec.python_requirements)
@@ -157,6 +162,7 @@ pub async fn save(
             .bind(i64::from(spec.allow_sdists))
             .bind(i64::from(first))
             .bind(actor)
+            .bind(spec.base)
             .execute(&mut *tx)
             .await?;
             if first {

@@ -12,6 +12,7 @@ pub mod network;
 mod owner;
 mod queue;
 mod read;
+pub mod spec;
 mod steps;
 
 use std::{
@@ -37,7 +38,7 @@ use crate::{
     model::package_spec,
     sandbox::environment::{Catalog, Mount, Resolved},
     server::db::{
-        environment::{self as db, EnvError, EnvRow},
+        environment::{self as db, EnvError},
         execution::Actor,
         settings_audit,
     },
@@ -245,6 +246,7 @@ impl EnvironmentService {
             python_requirements: model::DEFAULT_PYTHON,
             npm_packages: model::DEFAULT_NPM,
             allow_sdists: false,
+            base: "",
         };
         match db::save(&self.pool, model::DEFAULT_NAME, &spec, None, "system").await {
             Ok(_) | Err(EnvError::Exists(_)) => {}
@@ -254,7 +256,10 @@ impl EnvironmentService {
         Ok(true)
     }
 
-    /// Creates (`expected` None) or changes an environment's spec. Nothing is built here.
+    /// Creates (`expected` None) or changes an environment's spec, based on `base` ('' for
+    /// none). Nothing is built here. Returns the new version and the packages (by name) the
+    /// change takes away from the providers that use the environment.
+    #[allow(clippy::too_many_arguments)]
     pub async fn save(
         &self,
         actor: &Actor,
@@ -262,8 +267,9 @@ impl EnvironmentService {
         python: &str,
         npm: &str,
         allow_sdists: bool,
+        base: &str,
         expected: Option<i64>,
-    ) -> Result<i64, SaveError> {
+    ) -> Result<(i64, Vec<String>), SaveError> {
         let mut errors = crate::model::schema::FieldErrors::new();
         let name = match model::check_name(name) {
             Ok(name) => name,
@@ -293,15 +299,42 @@ impl EnvironmentService {
                 format!("List at most {} packages in all.", model::MAX_PACKAGES),
             );
         }
+        let base = base.trim();
+        if errors.is_empty() {
+            if let Err(message) = spec::check_base(&self.pool, &name, base).await {
+                errors.insert("base".into(), message);
+            }
+        }
         if !errors.is_empty() {
             return Err(SaveError::Invalid(errors));
         }
+        let before = match db::get(&self.pool, &name).await.map_err(EnvError::from)? {
+            Some(row) => Some(
+                spec::effective(&self.pool, &row)
+                    .await
+                    .map_err(EnvError::from)?,
+            ),
+            None => None,
+        };
         let spec = db::Spec {
             python_requirements: &python,
             npm_packages: &npm,
             allow_sdists,
+            base,
         };
         let version = db::save(&self.pool, &name, &spec, expected, actor.as_str()).await?;
+        let dropped = match (
+            before,
+            db::get(&self.pool, &name).await.map_err(EnvError::from)?,
+        ) {
+            (Some(before), Some(row)) => {
+                let after = spec::effective(&self.pool, &row)
+                    .await
+                    .map_err(EnvError::from)?;
+                spec::dropped(&before, &after)
+            }
+            _ => Vec::new(),
+        };
         self.audit(
             actor,
             &name,
@@ -313,6 +346,8 @@ impl EnvironmentService {
             json!({
                 "version": version,
                 "allow_sdists": allow_sdists,
+                "base": base,
+                "dropped": dropped,
             }),
         )
         .await
@@ -321,7 +356,7 @@ impl EnvironmentService {
             .reload(&self.pool)
             .await
             .map_err(EnvError::from)?;
-        Ok(version)
+        Ok((version, dropped))
     }
 
     async fn audit(
@@ -352,6 +387,18 @@ impl EnvironmentService {
             return Err(ChangeError::InUse {
                 name: info.name,
                 used_by: info.used_by,
+            });
+        }
+        let based: Vec<String> = db::list(&self.pool)
+            .await?
+            .into_iter()
+            .filter(|row| row.base == info.name)
+            .map(|row| format!("environment {}", row.name))
+            .collect();
+        if !based.is_empty() {
+            return Err(ChangeError::InUse {
+                name: info.name,
+                used_by: based,
             });
         }
         if info.is_default && self.uses().await?.iter().any(|(_, n)| n.is_empty()) {
@@ -389,7 +436,7 @@ impl EnvironmentService {
         let Some(id) = row.ready_build else {
             return Ok(false);
         };
-        let hash = spec_of(&row).hash(&self.tools);
+        let hash = spec::effective(&self.pool, &row).await?.hash(&self.tools);
         let ready = db::build(&self.pool, id).await?;
         Ok(ready.is_some_and(|b| b.spec_hash == hash)
             && crate::sandbox::environment::is_complete(&self.store().join(&hash)))
@@ -401,7 +448,7 @@ impl EnvironmentService {
         let Some(row) = db::get(&self.pool, name).await? else {
             return Err(ChangeError::Unknown(name.to_owned()));
         };
-        let spec = spec_of(&row);
+        let spec = spec::effective(&self.pool, &row).await?;
         let hash = spec.hash(&self.tools);
         // The check and the claim happen under one lock: two requests never both start. The
         // claim holds a placeholder until the build's row exists.
@@ -550,14 +597,6 @@ impl EnvironmentService {
     pub async fn finish_builds(&self, grace: Duration) {
         self.tasks.close();
         let _ = tokio::time::timeout(grace, self.tasks.wait()).await;
-    }
-}
-
-fn spec_of(row: &EnvRow) -> Spec {
-    Spec {
-        python: row.python_requirements.lines().map(str::to_owned).collect(),
-        npm: row.npm_packages.lines().map(str::to_owned).collect(),
-        allow_sdists: row.allow_sdists,
     }
 }
 

@@ -58,6 +58,7 @@ impl EnvironmentService {
             python_requirements: row.python_requirements,
             npm_packages: row.npm_packages,
             allow_sdists: row.allow_sdists,
+            base: row.base,
             version: row.version,
             is_default: row.is_default,
             updated_at: row.updated_at,
@@ -120,5 +121,41 @@ impl EnvironmentService {
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
+    }
+
+    /// What runs lose when a provider's Environment field goes from `from` to `to` (each a
+    /// name, blank for the default, `none` for no environment): the package names `from`
+    /// installs and `to` does not.
+    pub async fn loss(&self, from: &str, to: &str) -> Result<Vec<String>, sqlx::Error> {
+        let spec_of = |name: String| async move {
+            let name = match name.trim() {
+                model::NONE => return Ok::<_, sqlx::Error>(None),
+                "" => match db::list(&self.pool)
+                    .await?
+                    .into_iter()
+                    .find(|r| r.is_default)
+                {
+                    Some(row) => row.name,
+                    None => return Ok(None),
+                },
+                other => other.to_owned(),
+            };
+            match db::get(&self.pool, &name).await? {
+                Some(row) => Ok(Some(super::spec::effective(&self.pool, &row).await?)),
+                None => Ok(None),
+            }
+        };
+        let (Some(before), after) = (
+            spec_of(from.to_owned()).await?,
+            spec_of(to.to_owned()).await?,
+        ) else {
+            return Ok(Vec::new());
+        };
+        let after = after.unwrap_or(super::build::Spec {
+            python: Vec::new(),
+            npm: Vec::new(),
+            allow_sdists: false,
+        });
+        Ok(super::spec::dropped(&before, &after))
     }
 }

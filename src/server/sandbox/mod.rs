@@ -8,6 +8,7 @@
 //! with history and metrics), [`test_connection`].
 
 mod active;
+pub mod choices;
 mod run;
 mod secrets;
 mod stored;

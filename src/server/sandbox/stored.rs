@@ -83,6 +83,14 @@ impl SandboxService {
     }
 
     /// A provider's stored values, secrets still sealed (empty when never saved).
+    /// One field of `kind`'s saved settings, when they are saved.
+    pub async fn stored_field(&self, kind: &str, key: &str) -> Option<Value> {
+        self.stored_values(&self.pool, kind)
+            .await
+            .ok()
+            .and_then(|values| values.get(key).cloned())
+    }
+
     pub(super) async fn stored_values(
         &self,
         db: impl AnyExecutor<'_>,
@@ -373,6 +381,7 @@ impl SandboxService {
                     version,
                     active,
                     restored_from,
+                    warning: None,
                 })
             }
         }

@@ -203,7 +203,8 @@ async fn a_save_whose_audit_row_cannot_be_written_saves_nothing() {
         SaveOutcome::Saved {
             version: 2,
             active: true,
-            restored_from: None
+            restored_from: None,
+            warning: None
         },
         "the same save goes through once the audit can be written"
     );
@@ -235,7 +236,8 @@ async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
         SaveOutcome::Saved {
             version: 1,
             active: true,
-            restored_from: None
+            restored_from: None,
+            warning: None
         }
     );
     assert!(
@@ -263,7 +265,8 @@ async fn secrets_are_stored_encrypted_never_shown_and_kept_when_left_blank() {
         SaveOutcome::Saved {
             version: 2,
             active: true,
-            restored_from: None
+            restored_from: None,
+            warning: None
         }
     );
     assert!(

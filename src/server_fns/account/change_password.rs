@@ -56,7 +56,9 @@ pub async fn change_password(
                 "Too many wrong passwords: try again in {} minute(s). Nothing was changed.",
                 wait.as_secs().div_ceil(60).max(1)
             );
-            return Err(super::refuse(super::PAGE, "current", "", AppError::TooMany(message)).await);
+            return Err(
+                super::refuse(super::PAGE, "current", "", AppError::TooMany(message)).await,
+            );
         }
     };
     let user = match account::change_password(&state.pool, admin.id, current, new).await {

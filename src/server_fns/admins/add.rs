@@ -32,7 +32,13 @@ pub async fn add_administrator(#[server(default)] username: String) -> Result<St
             }
             let message = format!("{message}. Nobody was added.");
             let typed: String = username.chars().take(64).collect();
-            Err(refuse(super::PAGE, "username", &typed, AppError::BadRequest(message)).await)
+            Err(refuse(
+                super::PAGE,
+                "username",
+                &typed,
+                AppError::BadRequest(message),
+            )
+            .await)
         }
         Err(other) => Err(internal(other)),
     }

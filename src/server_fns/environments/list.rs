@@ -40,10 +40,19 @@ pub async fn get_environment(name: String) -> Result<EnvironmentPage, AppError> 
         None => None,
     };
     let flash = take_flash::<EnvironmentFlash>().await?;
+    let names = state
+        .environments
+        .list()
+        .await
+        .map_err(internal)?
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
     Ok(EnvironmentPage {
         environment,
         log,
         flash,
+        names,
     })
 }
 

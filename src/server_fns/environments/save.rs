@@ -3,13 +3,16 @@ use leptos::prelude::*;
 use crate::server_fns::error::AppError;
 
 /// Creates an environment (no `version`) or changes its spec (`version` = the one the form
-/// showed), then starts a build of it. Refused with per-field messages, the form kept.
+/// showed), based on `base` (another environment whose packages come first; blank for none),
+/// then starts a build of it. Refused with per-field messages, the form kept. A change that
+/// takes packages away from the providers using the environment says which.
 #[server(prefix = "/rpc", endpoint = "save_environment")]
 pub async fn save_environment(
     name: String,
     #[server(default)] python_requirements: String,
     #[server(default)] npm_packages: String,
     #[server(default)] allow_sdists: Option<String>,
+    #[server(default)] base: String,
     #[server(default)] version: Option<String>,
 ) -> Result<String, AppError> {
     use crate::{
@@ -37,6 +40,7 @@ pub async fn save_environment(
         python_requirements: python_requirements.clone(),
         npm_packages: npm_packages.clone(),
         allow_sdists: allow,
+        base: base.trim().to_owned(),
         version,
     };
     let saved = state
@@ -47,12 +51,30 @@ pub async fn save_environment(
             &python_requirements,
             &npm_packages,
             allow,
+            &form.base,
             version,
         )
         .await;
+    let mut dropped_note = None;
     let outcome = match saved {
-        Ok(_) => {
+        Ok((_, dropped)) => {
             let name = form.name.clone();
+            if !dropped.is_empty() {
+                let used_by = state
+                    .environments
+                    .get(&name)
+                    .await
+                    .map_err(internal)?
+                    .map(|info| info.used_by)
+                    .unwrap_or_default();
+                if !used_by.is_empty() {
+                    dropped_note = Some(format!(
+                        " It no longer has {}, which {} had from it.",
+                        dropped.join(", "),
+                        used_by.join(", ")
+                    ));
+                }
+            }
             match state.environments.build(&actor, &name).await {
                 Ok(_) => Ok(name),
                 Err(error) => Err((error.to_string(), std::collections::BTreeMap::new())),
@@ -72,7 +94,8 @@ pub async fn save_environment(
             Ok(name) => {
                 let flash = EnvironmentFlash::Done {
                     message: format!(
-                        "Saved '{name}'. Its build has started; this page follows it."
+                        "Saved '{name}'. Its build has started; this page follows it.{}",
+                        dropped_note.clone().unwrap_or_default()
                     ),
                 };
                 flash_to(&flash, &super::page_of(name)).await?;

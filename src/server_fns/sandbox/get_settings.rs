@@ -12,6 +12,12 @@ pub async fn get_sandbox_settings() -> Result<SandboxSettings, AppError> {
         .settings()
         .await
         .map_err(crate::server_fns::guard::internal)?;
+    let environments = state
+        .environments
+        .list()
+        .await
+        .map_err(crate::server_fns::guard::internal)?;
+    crate::server::sandbox::choices::offer(&mut settings, &environments).await;
     let locale = crate::server_fns::guard::locale();
     crate::model::messages::Localize::localize(&mut settings, locale);
     if let Some(table) = crate::model::schema_i18n::SchemaTranslations::for_locale(locale) {

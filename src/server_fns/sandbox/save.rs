@@ -54,6 +54,7 @@ pub async fn save_sandbox_settings(
     };
     let state = expect_context::<crate::server::state::AppState>();
     let values = super::form_values(super::with_switches(values, switch));
+    let environment_before = state.sandbox.stored_field(&kind, "environment").await;
     let outcome = state
         .sandbox
         .save(
@@ -70,8 +71,35 @@ pub async fn save_sandbox_settings(
         )
         .await
         .map_err(internal)?;
-    super::flash_form_outcome(&kind, values, trial, FlashOutcome::Save(outcome.clone())).await?;
     let mut outcome = outcome;
+    if let (crate::model::settings::SaveOutcome::Saved { warning, .. }, Some(before), Some(after)) = (
+        &mut outcome,
+        environment_before.as_ref().and_then(|v| v.as_str()),
+        values.get("environment").and_then(|v| v.as_str()),
+    ) {
+        if before.trim() != after.trim() {
+            let lost = state
+                .environments
+                .loss(before, after)
+                .await
+                .map_err(internal)?;
+            if !lost.is_empty() {
+                let named = |name: &str| match name.trim() {
+                    "" => "the default environment".to_owned(),
+                    other => format!("'{other}'"),
+                };
+                *warning = Some(format!(
+                    "Its runs no longer have {}: {} has them, {} does not. Base {} on it on the \
+                     Environments page to keep them.",
+                    lost.join(", "),
+                    named(before),
+                    named(after),
+                    named(after)
+                ));
+            }
+        }
+    }
+    super::flash_form_outcome(&kind, values, trial, FlashOutcome::Save(outcome.clone())).await?;
     crate::model::messages::Localize::localize(&mut outcome, crate::server_fns::guard::locale());
     Ok(outcome)
 }

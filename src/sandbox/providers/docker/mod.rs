@@ -5,6 +5,7 @@ mod config;
 mod engine;
 mod error;
 mod pool;
+pub mod runtimes;
 
 use std::{sync::Arc, time::Duration};
 
@@ -254,11 +255,7 @@ impl DockerProvider {
         // runtime but gVisor with its own (netstack) stack, i.e. without --network=host.
         let mut allow_list: Vec<String> = runtimes
             .iter()
-            .filter(|(_, r)| {
-                let path = r.path.clone().unwrap_or_default();
-                let args = r.runtime_args.clone().unwrap_or_default();
-                !path.ends_with("runsc") || args.iter().any(|a| a == "--network=host")
-            })
+            .filter(|(_, r)| runtimes::allows_egress(r))
             .map(|(name, _)| name.clone())
             .collect();
         allow_list.sort();
