@@ -37,6 +37,10 @@ test('a save that breaks the active provider does not go live, and Restore bring
   await page.getByTestId('activate-anyway').click();
   await expect(page.getByTestId('save-notice')).toContainText('New runs use these settings now.');
   await expect(page.getByTestId('health-badge')).toHaveText('Unhealthy');
+  // The audit tells this save from an ordinary one.
+  await page.goto('/admin/audit');
+  await expect(page.getByTestId('audit-row').first()).toContainText('health_check: failed; applied anyway');
+  await page.goto('/admin/sandbox-settings?provider=local');
 
   // History lists both versions with the change; Restore brings the first one back.
   await page.getByTestId('tab-history').click();
@@ -44,7 +48,10 @@ test('a save that breaks the active provider does not go live, and Restore bring
   await expect(rows.first()).toContainText('Python interpreter: /usr/bin/python3.11 → /bin/false');
   await expect(rows.first()).toContainText('current');
   await page.screenshot({ path: testInfo.outputPath(`versions-${testInfo.project.name}.png`), fullPage: true });
+  // Restore asks first.
   await rows.nth(1).getByTestId('restore').click();
+  await expect(page.getByTestId('confirm-restore')).toContainText('applied at once');
+  await page.getByTestId('confirm-restore-yes').click();
   await expect(page.getByTestId('save-notice')).toContainText('Restored version #');
   await expect(page.getByTestId('version').first()).toContainText('restored from #');
   await page.getByTestId('tab-settings').click();

@@ -31,11 +31,14 @@ pub enum AuditView {
     SignIns,
     /// Administrators, passwords, sessions and API keys.
     Accounts,
+    /// Package environments: created, changed, built, made the default, deleted.
+    Environments,
 }
 
 impl AuditView {
-    pub const ALL: [AuditView; 4] = [
+    pub const ALL: [AuditView; 5] = [
         AuditView::Changes,
+        AuditView::Environments,
         AuditView::Tests,
         AuditView::SignIns,
         AuditView::Accounts,
@@ -48,6 +51,7 @@ impl AuditView {
             AuditView::Tests => &["test_connection"],
             AuditView::SignIns => &["sign_in", "sign_in_failed"],
             AuditView::Accounts => &ACCOUNT_ACTIONS,
+            AuditView::Environments => &ENVIRONMENT_ACTIONS,
         }
     }
 
@@ -58,6 +62,7 @@ impl AuditView {
             AuditView::Tests => "tests",
             AuditView::SignIns => "sign_ins",
             AuditView::Accounts => "accounts",
+            AuditView::Environments => "environments",
         }
     }
 
@@ -110,6 +115,15 @@ pub const ACCOUNT_ACTIONS: [&str; 8] = [
     "sessions_sign_out",
     "key_create",
     "key_revoke",
+];
+
+/// What the Environments view shows.
+pub const ENVIRONMENT_ACTIONS: [&str; 5] = [
+    "environment_create",
+    "environment_update",
+    "environment_build",
+    "environment_default",
+    "environment_delete",
 ];
 
 /// One page of the audit, newest first.

@@ -67,7 +67,11 @@ fn build(raw: &Map<String, Value>) -> Result<Arc<dyn SandboxProvider>, Error> {
             "Must start with http:// or https://",
         ));
     }
-    let notes = values["notes"].as_str().unwrap_or_default().to_owned();
+    let notes = values
+        .get("notes")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     // A provider whose build takes a while (as docker's pools do), to widen the moment a
     // rebuild is under way.
     if notes.contains("SLOW_BUILD") {

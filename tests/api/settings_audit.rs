@@ -233,3 +233,152 @@ async fn sign_in_events_are_trimmed_to_the_newest_and_nothing_else_is() {
         "settings changes are never trimmed"
     );
 }
+
+#[tokio::test]
+async fn environment_events_have_a_view_and_activate_anyway_is_marked() {
+    let app = spawn_app_with_scripted(|_| {}).await;
+    app.login().await;
+    app.call_ok(
+        "save_environment",
+        &[
+            ("name", "reports"),
+            ("python_requirements", "no-such-package-4711"),
+        ],
+    )
+    .await;
+    app.call_ok("delete_environment", &[("name", "reports")])
+        .await;
+
+    let view = app
+        .call_ok("settings_audit", &[("page", "1"), ("view", "environments")])
+        .await;
+    let actions: Vec<&str> = view["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "environment_delete",
+            "environment_build",
+            "environment_create"
+        ],
+        "{view}"
+    );
+    let page = app.text_of("/admin/audit?view=environments").await;
+    assert!(page.contains("environment_delete"), "{page}");
+
+    // "Activate anyway" after a failed health check (a refused token) is told apart.
+    let unhealthy = [
+        ("kind", "scripted"),
+        ("expected_version", ""),
+        ("values[endpoint]", "http://fake"),
+        ("values[token]", "not-the-good-one"),
+        ("make_active", "on"),
+    ];
+    let refused = app.call_ok("save_sandbox_settings", &unhealthy).await;
+    assert!(refused.get("Unhealthy").is_some(), "{refused}");
+    let mut anyway = unhealthy.to_vec();
+    anyway.push(("anyway", "activate"));
+    let saved = app.call_ok("save_sandbox_settings", &anyway).await;
+    assert!(saved.get("Saved").is_some(), "{saved}");
+    let changes = app.call_ok("settings_audit", &[("page", "1")]).await;
+    let marked: Vec<String> = changes["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["detail"].to_string().contains("failed; applied anyway"))
+        .map(|e| e["action"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(marked, ["activate", "save"], "{changes}");
+}
+
+#[tokio::test]
+async fn restore_delete_and_disable_ask_first() {
+    let app = spawn_app().await;
+    app.login().await;
+    app.call_ok(
+        "save_environment",
+        &[("name", "gone"), ("npm_packages", "no-such-package-4711")],
+    )
+    .await;
+    app.call_ok("add_administrator", &[("username", "second")])
+        .await;
+    let admins = app.call_ok("administrators", &[]).await;
+    let second = admins
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["username"] == "second")
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+
+    for (page, direct, link, confirm) in [
+        (
+            "/admin/environments/gone".to_owned(),
+            "action=\"/rpc/delete_environment\"",
+            "href=\"/admin/environments/gone?delete=1\"".to_owned(),
+            "/admin/environments/gone?delete=1".to_owned(),
+        ),
+        (
+            "/admin/administrators".to_owned(),
+            "action=\"/rpc/set_administrator_disabled\"",
+            format!("href=\"/admin/administrators?disable={second}\""),
+            format!("/admin/administrators?disable={second}"),
+        ),
+    ] {
+        let first = app.text_of(&page).await;
+        assert!(
+            !first.contains(direct),
+            "{page} acts on one click:\n{first}"
+        );
+        assert!(
+            first.contains(&link),
+            "{page} links to its question:\n{first}"
+        );
+        let asking = app.text_of(&confirm).await;
+        assert!(
+            asking.contains("role=\"alertdialog\"") && asking.contains(direct),
+            "{asking}"
+        );
+    }
+    // Restore: the history tab links to the question; the question posts the restore.
+    let card = app.call_ok("sandbox_settings", &[]).await["providers"][0].clone();
+    let version = card["version"].as_i64().unwrap_or(0).to_string();
+    app.call_ok(
+        "save_sandbox_settings",
+        &[
+            ("kind", "local"),
+            ("expected_version", &version),
+            ("values[timeout_secs]", "11"),
+        ],
+    )
+    .await;
+    let versions = app
+        .call_ok("sandbox_setting_versions", &[("kind", "local")])
+        .await;
+    let older = versions[1]["id"].as_i64().unwrap();
+    let tab = app
+        .text_of("/admin/sandbox-settings?provider=local&tab=history")
+        .await;
+    assert!(
+        !tab.contains("action=\"/rpc/restore_sandbox_settings\""),
+        "{tab}"
+    );
+    let asking = app
+        .text_of(&format!(
+            "/admin/sandbox-settings?provider=local&tab=history&restore={older}"
+        ))
+        .await;
+    assert!(
+        asking.contains("action=\"/rpc/restore_sandbox_settings\""),
+        "{asking}"
+    );
+    assert!(
+        asking.contains("applied at once if the provider is active"),
+        "{asking}"
+    );
+}

@@ -1,5 +1,6 @@
 //! Reusable UI pieces.
 
+pub mod confirm;
 pub mod connection_report;
 pub mod error_view;
 pub mod field_control;

@@ -1,7 +1,7 @@
 use leptos::prelude::*;
 
 use crate::{
-    app::format::When,
+    app::{components::confirm::Confirm, format::When},
     i18n::{t, td_string, use_i18n},
     model::settings::SettingVersion,
     server_fns::sandbox::get_setting_versions,
@@ -17,6 +17,8 @@ pub fn SettingVersions(
     kind: String,
     current: Option<i64>,
     restore_again: Option<i64>,
+    /// The version whose Restore asks to be confirmed (`?restore=<id>`).
+    confirm: Option<i64>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let versions = Resource::new(
@@ -41,7 +43,7 @@ pub fn SettingVersions(
                                 <table class="table">
                                     <thead><tr><th>"#"</th><th>{t!(i18n, versions.saved_at)}</th><th>{t!(i18n, versions.by)}</th><th>{t!(i18n, versions.what)}</th><th>{t!(i18n, versions.changes)}</th><th></th></tr></thead>
                                     <tbody>
-                                        {list.into_iter().map(|v| view! { <VersionRow version=v kind=kind.clone() current restore_again/> }).collect_view()}
+                                        {list.into_iter().map(|v| view! { <VersionRow version=v kind=kind.clone() current restore_again confirm/> }).collect_view()}
                                     </tbody>
                                 </table>
                             </div>
@@ -59,6 +61,7 @@ fn VersionRow(
     kind: String,
     current: Option<i64>,
     restore_again: Option<i64>,
+    confirm: Option<i64>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let locale = i18n.get_locale_untracked();
@@ -109,19 +112,33 @@ fn VersionRow(
             <td>{what} {version.current.then(|| view! { " " <span class="badge success">{t!(i18n, versions.current)}</span> })}</td>
             <td>{changes}</td>
             <td>
-                {(!version.current).then(|| view! {
-                    <form method="post" action="/rpc/restore_sandbox_settings" class="inline">
-                        <input type="hidden" name="kind" value=kind.clone()/>
-                        <input type="hidden" name="id" value=id.to_string()/>
-                        <input type="hidden" name="expected_version" value=current.map(|v| v.to_string()).unwrap_or_default()/>
-                        {if again {
-                            view! {
+                {(!version.current).then(|| {
+                    let expected = current.map(|v| v.to_string()).unwrap_or_default();
+                    let back = crate::server_fns::sandbox::history_url(&kind);
+                    if again {
+                        // The health check refused this restore: "Restore anyway" is the
+                        // explicit second step already.
+                        view! {
+                            <form method="post" action="/rpc/restore_sandbox_settings" class="inline">
+                                <input type="hidden" name="kind" value=kind.clone()/>
+                                <input type="hidden" name="id" value=id.to_string()/>
+                                <input type="hidden" name="expected_version" value=expected/>
                                 <button type="submit" class="button danger" name="anyway" value="activate" data-testid="restore-anyway">{t!(i18n, versions.restore_anyway)}</button>
-                            }.into_any()
-                        } else {
-                            view! { <button type="submit" class="button ghost" data-testid="restore">{t!(i18n, versions.restore)}</button> }.into_any()
-                        }}
-                    </form>
+                            </form>
+                        }.into_any()
+                    } else if confirm == Some(id) {
+                        view! {
+                            <Confirm action="restore_sandbox_settings"
+                                question=td_string!(locale, versions.restore_q, id).to_string()
+                                fields=vec![("kind", kind.clone()), ("id", id.to_string()), ("expected_version", expected)]
+                                submit=td_string!(locale, versions.restore).to_string()
+                                cancel=back testid="confirm-restore"/>
+                        }.into_any()
+                    } else {
+                        view! {
+                            <a href=format!("{back}&restore={id}") class="button ghost" data-testid="restore">{t!(i18n, versions.restore)} "…"</a>
+                        }.into_any()
+                    }
                 })}
             </td>
         </tr>

@@ -1,9 +1,10 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
 
 use crate::{
     app::{
-        components::{error_view::ErrorView, trial_panel::CopyButton},
+        components::{confirm::Confirm, error_view::ErrorView, trial_panel::CopyButton},
         format::When,
     },
     i18n::{t, td_string, use_i18n},
@@ -19,6 +20,7 @@ pub fn AdministratorsPage() -> impl IntoView {
     let admins = Resource::new(|| (), |_| list_administrators());
     let me = Resource::new(|| (), |_| current_admin());
     let flash = Resource::new(|| (), |_| take_account_flash());
+    let query = use_query_map();
     let i18n = use_i18n();
     view! {
         <Title text=td_string!(i18n.get_locale_untracked(), nav.administrators).to_string()/>
@@ -29,7 +31,8 @@ pub fn AdministratorsPage() -> impl IntoView {
                     let admins = admins.get()?;
                     let me = me.get()?;
                     let flash = flash.get()?;
-                    Some(admins.and_then(|a| me.and_then(|m| flash.map(|f| view! { <Admins admins=a me=m.id flash=f/> }))))
+                    let disabling = query.with(|q| q.get("disable")).and_then(|id| id.parse::<i64>().ok());
+                    Some(admins.and_then(|a| me.and_then(|m| flash.map(|f| view! { <Admins admins=a me=m.id flash=f disabling/> }))))
                 }}
             </ErrorBoundary>
         </Transition>
@@ -37,7 +40,13 @@ pub fn AdministratorsPage() -> impl IntoView {
 }
 
 #[component]
-fn Admins(admins: Vec<AdminSummary>, me: i64, flash: Option<AccountFlash>) -> impl IntoView {
+fn Admins(
+    admins: Vec<AdminSummary>,
+    me: i64,
+    flash: Option<AccountFlash>,
+    /// The administrator whose Disable waits to be confirmed (`?disable=<id>`).
+    disabling: Option<i64>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let locale = i18n.get_locale_untracked();
     let mut refused = None;
@@ -92,13 +101,30 @@ fn Admins(admins: Vec<AdminSummary>, me: i64, flash: Option<AccountFlash>) -> im
                                     <td><When stamp=a.created_at.clone()/></td>
                                     <td class="row-actions">
                                         {(!yourself).then(|| view! {
-                                            <form method="post" action="/rpc/set_administrator_disabled" class="inline">
-                                                <input type="hidden" name="id" value=a.id.to_string()/>
-                                                <input type="hidden" name="disabled" value=(!a.disabled).to_string()/>
-                                                <button type="submit" class="button ghost" data-testid="toggle-disabled">
-                                                    {if a.disabled { td_string!(locale, admins.enable).to_string() } else { td_string!(locale, admins.disable).to_string() }}
-                                                </button>
-                                            </form>
+                                            {if a.disabled {
+                                                view! {
+                                                    <form method="post" action="/rpc/set_administrator_disabled" class="inline">
+                                                        <input type="hidden" name="id" value=a.id.to_string()/>
+                                                        <input type="hidden" name="disabled" value="false"/>
+                                                        <button type="submit" class="button ghost" data-testid="toggle-disabled">{td_string!(locale, admins.enable).to_string()}</button>
+                                                    </form>
+                                                }.into_any()
+                                            } else if disabling == Some(a.id) {
+                                                // Disabling signs them out and stops their keys: a second step.
+                                                view! {
+                                                    <Confirm action="set_administrator_disabled"
+                                                        question=td_string!(locale, admins.disable_q, name = a.username.clone()).to_string()
+                                                        fields=vec![("id", a.id.to_string()), ("disabled", "true".to_owned())]
+                                                        submit=td_string!(locale, admins.disable).to_string()
+                                                        cancel="/admin/administrators".to_owned() testid="confirm-disable"/>
+                                                }.into_any()
+                                            } else {
+                                                view! {
+                                                    <a href=format!("/admin/administrators?disable={}", a.id) class="button ghost" data-testid="toggle-disabled">
+                                                        {td_string!(locale, admins.disable).to_string()} "…"
+                                                    </a>
+                                                }.into_any()
+                                            }}
                                             <form method="post" action="/rpc/reset_administrator_password" class="inline">
                                                 <input type="hidden" name="id" value=a.id.to_string()/>
                                                 <button type="submit" class="button ghost" data-testid="reset-password">{t!(i18n, admins.new_password)}</button>

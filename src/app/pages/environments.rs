@@ -1,10 +1,10 @@
 use leptos::prelude::*;
 use leptos_meta::{Meta, Title};
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
     app::{
-        components::error_view::ErrorView,
+        components::{confirm::Confirm, error_view::ErrorView},
         format::{textarea_html, When},
     },
     i18n::{t, td_string, use_i18n, Locale},
@@ -259,13 +259,17 @@ pub fn EnvironmentDetailPage() -> impl IntoView {
     let params = use_params_map();
     let name = move || params.with(|p| p.get("name").unwrap_or_default());
     let page = Resource::new(name, get_environment);
+    let query = use_query_map();
     let i18n = use_i18n();
     view! {
         <Title text=td_string!(i18n.get_locale_untracked(), env.title).to_string()/>
         <p><a href="/admin/environments">"← " {t!(i18n, nav.environments)}</a></p>
         <Transition fallback=move || view! { <p class="loading"><span class="spinner" aria-hidden="true"></span>" " {t!(i18n, common.loading)}</p> }>
             <ErrorBoundary fallback=|errors| view! { <ErrorView errors/> }>
-                {move || page.get().map(|r| r.map(|page| view! { <EnvironmentView page/> }))}
+                {move || {
+                    let deleting = query.with(|q| q.get("delete")).is_some();
+                    page.get().map(|r| r.map(|page| view! { <EnvironmentView page deleting/> }))
+                }}
             </ErrorBoundary>
         </Transition>
     }
@@ -282,7 +286,7 @@ fn button(action: &'static str, name: &str, label: String, class: &'static str) 
 }
 
 #[component]
-fn EnvironmentView(page: EnvironmentPage) -> impl IntoView {
+fn EnvironmentView(page: EnvironmentPage, deleting: bool) -> impl IntoView {
     let EnvironmentPage {
         environment: env,
         log,
@@ -328,7 +332,20 @@ fn EnvironmentView(page: EnvironmentPage) -> impl IntoView {
                 {button("build_environment", &name, td_string!(locale, env.build_again).to_string(), "button")}
                 {env.ready.is_some().then(|| button("test_environment", &name, td_string!(locale, env.test).to_string(), "button ghost"))}
                 {(!env.is_default && env.ready.is_some()).then(|| button("make_default_environment", &name, td_string!(locale, env.make_default).to_string(), "button ghost"))}
-                {button("delete_environment", &name, td_string!(locale, env.delete).to_string(), "button ghost danger")}
+                {if deleting {
+                    view! {
+                        <Confirm action="delete_environment"
+                            question=td_string!(locale, env.delete_q, name = name.clone()).to_string()
+                            fields=vec![("name", name.clone())]
+                            submit=td_string!(locale, env.delete).to_string()
+                            cancel=format!("/admin/environments/{name}") testid="confirm-delete"/>
+                    }.into_any()
+                } else {
+                    view! {
+                        <a href=format!("/admin/environments/{name}?delete=1") class="button ghost danger"
+                            data-testid="delete-environment">{t!(i18n, env.delete)} "…"</a>
+                    }.into_any()
+                }}
             </div>
         </section>
         {log.map(|log| view! { <BuildView log/> })}

@@ -37,7 +37,8 @@ pub fn SandboxSettingsPage() -> impl IntoView {
                     let flash = flash.get()?;
                     let requested = query.with(|q| q.get("provider"));
                     let history = query.with(|q| q.get("tab")).as_deref() == Some("history");
-                    Some(settings.and_then(|s| flash.map(|f| view! { <Settings settings=s flash=f requested history/> })))
+                    let confirm_restore = query.with(|q| q.get("restore")).and_then(|id| id.parse::<i64>().ok());
+                    Some(settings.and_then(|s| flash.map(|f| view! { <Settings settings=s flash=f requested history confirm_restore/> })))
                 }}
             </ErrorBoundary>
         </Transition>
@@ -109,6 +110,8 @@ fn Settings(
     flash: Option<SandboxFlash>,
     requested: Option<String>,
     history: bool,
+    /// A saved version whose Restore waits to be confirmed.
+    confirm_restore: Option<i64>,
 ) -> impl IntoView {
     let selected = requested
         .filter(|k| settings.providers.iter().any(|p| &p.info.kind == k))
@@ -256,7 +259,7 @@ fn Settings(
             if history {
                 view! {
                     {tabs}
-                    <SettingVersions kind=kind current=card.version restore_again/>
+                    <SettingVersions kind=kind current=card.version restore_again confirm=confirm_restore/>
                 }.into_any()
             } else {
                 let values = submitted.clone().unwrap_or_else(|| card.values.clone());

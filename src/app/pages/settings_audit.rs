@@ -118,6 +118,7 @@ fn view_label(locale: Locale, view: AuditView) -> String {
         AuditView::Tests => td_string!(locale, audit.view.tests).to_string(),
         AuditView::SignIns => td_string!(locale, audit.view.sign_ins).to_string(),
         AuditView::Accounts => td_string!(locale, audit.view.accounts).to_string(),
+        AuditView::Environments => td_string!(locale, audit.view.environments).to_string(),
     }
 }
 
@@ -128,5 +129,6 @@ fn view_noun(locale: Locale, view: AuditView) -> String {
         AuditView::Tests => td_string!(locale, audit.noun.tests).to_string(),
         AuditView::SignIns => td_string!(locale, audit.noun.sign_ins).to_string(),
         AuditView::Accounts => td_string!(locale, audit.noun.accounts).to_string(),
+        AuditView::Environments => td_string!(locale, audit.noun.environments).to_string(),
     }
 }

@@ -322,7 +322,10 @@ impl SandboxService {
         }
         let is_active = self.stored_active_kind().await?.as_deref() == Some(kind);
         let goes_live = is_active || make_active;
-        let mut apply = Apply::Write { make_active };
+        let mut apply = Apply::Write {
+            make_active,
+            warned: gate == Gate::AfterWarning,
+        };
         match gate {
             Gate::HealthyOnly if goes_live => {
                 // Outside the swap lock: a health check may take its whole deadline.
@@ -337,7 +340,12 @@ impl SandboxService {
                 }
             }
             Gate::Inactive if is_active => apply = Apply::KeepOnly,
-            Gate::Inactive => apply = Apply::Write { make_active: false },
+            Gate::Inactive => {
+                apply = Apply::Write {
+                    make_active: false,
+                    warned: false,
+                }
+            }
             _ => {}
         }
         // From here to the rebuild, one save at a time: concurrent saves otherwise leave the
@@ -417,7 +425,11 @@ impl SandboxService {
             .filter(|key| before.get(*key) != normalized.get(*key))
             .cloned()
             .collect();
-        let Apply::Write { make_active } = apply else {
+        let Apply::Write {
+            make_active,
+            warned,
+        } = apply
+        else {
             if let Expected::Version(version) = expected {
                 let current = system_setting::get(&mut *tx, name)
                     .await?
@@ -465,14 +477,39 @@ impl SandboxService {
             },
         )
         .await?;
-        settings_audit::record(&mut *tx, actor, name, Some(kind), action, &changed).await?;
+        // "Activate anyway" is no ordinary save: the audit says the health check failed.
+        let detail: serde_json::Map<String, Value> = match warned {
+            true => serde_json::Map::from_iter([(
+                "health_check".to_owned(),
+                json!("failed; applied anyway"),
+            )]),
+            false => serde_json::Map::new(),
+        };
+        settings_audit::record_with_detail(
+            &mut *tx,
+            actor,
+            name,
+            Some(kind),
+            action,
+            &changed,
+            &detail,
+        )
+        .await?;
         let current_type = active_kind_in(&mut *tx).await?;
         let becomes_active = make_active && current_type.as_deref() != Some(kind);
         if becomes_active {
             system_setting::put_in(&mut tx, PROVIDER_TYPE, &json!(kind), actor, Expected::Any)
                 .await?;
-            settings_audit::record(&mut *tx, actor, PROVIDER_TYPE, Some(kind), "activate", &[])
-                .await?;
+            settings_audit::record_with_detail(
+                &mut *tx,
+                actor,
+                PROVIDER_TYPE,
+                Some(kind),
+                "activate",
+                &[],
+                &detail,
+            )
+            .await?;
         }
         tx.commit().await?;
         // The running provider always comes from the stored type, so the stored type decides.
@@ -489,8 +526,11 @@ impl SandboxService {
 pub enum Gate {
     /// Nothing is saved: the outcome carries the health report (the console's forms).
     HealthyOnly,
-    /// Saved and applied, healthy or not (the APIs, the CLI, "Activate anyway").
+    /// Saved and applied, healthy or not (the APIs, the CLI).
     Anyway,
+    /// "Activate anyway": saved and applied after the admin was shown a failed health check;
+    /// the audit says so.
+    AfterWarning,
     /// Saved without going live ("Save anyway (inactive)"): an inactive provider stays
     /// inactive; the active provider's new values are kept as a version, not applied.
     Inactive,
@@ -498,7 +538,11 @@ pub enum Gate {
 
 #[derive(Clone, Copy)]
 enum Apply {
-    Write { make_active: bool },
+    /// `warned`: applied although the admin was shown a failed health check.
+    Write {
+        make_active: bool,
+        warned: bool,
+    },
     KeepOnly,
 }
 

@@ -52,7 +52,7 @@ pub async fn restore_sandbox_settings(
     };
     let gate = match anyway.as_str() {
         "" => Gate::HealthyOnly,
-        "activate" => Gate::Anyway,
+        "activate" => Gate::AfterWarning,
         _ => return Err(bad("anyway must be activate")),
     };
     let state = expect_context::<crate::server::state::AppState>();

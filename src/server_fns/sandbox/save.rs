@@ -44,7 +44,7 @@ pub async fn save_sandbox_settings(
     };
     let gate = match anyway.as_str() {
         "" => crate::server::sandbox::Gate::HealthyOnly,
-        "activate" => crate::server::sandbox::Gate::Anyway,
+        "activate" => crate::server::sandbox::Gate::AfterWarning,
         "inactive" => crate::server::sandbox::Gate::Inactive,
         _ => {
             return Err(reject(AppError::BadRequest(
@@ -66,7 +66,7 @@ pub async fn save_sandbox_settings(
                 None => crate::server::db::system_setting::Expected::Absent,
             },
             // "Activate anyway" says it: apply, and make active.
-            make_active.is_some() || gate == crate::server::sandbox::Gate::Anyway,
+            make_active.is_some() || gate == crate::server::sandbox::Gate::AfterWarning,
             gate,
         )
         .await
