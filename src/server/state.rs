@@ -76,7 +76,8 @@ impl AppState {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             database,
             admin_count: db::admin_user::count(&self.pool).await?,
-            active_sessions: db::active_session_count(&self.pool).await?,
+            active_sessions: db::admin_session::count_active(&self.pool, self.session_idle_minutes)
+                .await?,
             started_at,
             uptime_secs: self.started.0.elapsed().as_secs(),
             history_backlog: self.sandbox.history_backlog() as u64,

@@ -115,3 +115,38 @@ async fn anonymous_callers_cannot_read_the_dashboard() {
 
     assert_eq!(response.status().as_u16(), 401);
 }
+
+#[tokio::test]
+async fn the_dashboard_counts_the_sessions_the_account_page_lists() {
+    let app = crate::helpers::spawn_app().await;
+    app.login().await;
+    // A password change signs every other session out and this one in again; a second
+    // browser signs in and out.
+    app.call_ok(
+        "change_password",
+        &[
+            ("current", crate::helpers::PASSWORD),
+            ("new", "another-password-1"),
+            ("confirm", "another-password-1"),
+        ],
+    )
+    .await;
+    let other = app.sibling();
+    other
+        .login_as(crate::helpers::ADMIN, "another-password-1", "/")
+        .await;
+    other
+        .client
+        .post(other.url("/auth/logout"))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .unwrap();
+
+    let account = app.call_ok("account", &[]).await;
+    let overview = app.call_ok("overview", &[]).await;
+
+    let listed = account["sessions"].as_array().unwrap().len();
+    assert_eq!(listed, 1, "{account}");
+    assert_eq!(overview["active_sessions"], listed, "{overview}");
+}

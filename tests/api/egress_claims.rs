@@ -257,3 +257,52 @@ def main(names, ports):
         .count();
     assert_eq!(refused, 8, "every name on both ports: {result}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_test_tries_each_allowed_host_and_port() {
+    let (open, _) = recording_target().await;
+    // A port nothing listens on (bound, then let go).
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let app = spawn_app_with(|_| {}).await;
+    app.login().await;
+    let card = app.call_ok("sandbox_settings", &[]).await["providers"][0].clone();
+    let version = card["version"].as_i64().unwrap_or(0).to_string();
+    let allowed = format!("api.internal:{open}\napi.internal:{closed}");
+    let report = app
+        .call_ok(
+            "test_sandbox_connection",
+            &[
+                ("kind", "local"),
+                ("expected_version", &version),
+                ("values[network]", "allow-list"),
+                ("values[allowed_hosts]", &allowed),
+                ("values[static_hosts]", "api.internal 127.0.0.1"),
+                ("values[environment]", "none"),
+            ],
+        )
+        .await;
+
+    let health = &report["health"];
+    let message = health["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!(
+            "not reachable from this host: api.internal:{closed} (connection refused: nothing listens there)"
+        )),
+        "{report}"
+    );
+    let reach = &health["details"]["egress"]["reach"];
+    assert_eq!(
+        reach[format!("api.internal:{open}")],
+        "reachable",
+        "{reach}"
+    );
+    // What the sandbox met, in words.
+    let inside = health["details"]["egress"]["inside"].to_string();
+    assert!(
+        !inside.contains("gaierror") && !inside.contains("Error"),
+        "{inside}"
+    );
+}

@@ -66,6 +66,10 @@ pub fn ConnectionReportDialog(
             .as_object()
             .map(|names| names.iter().map(|(n, v)| (n.clone(), text(v))).collect())
             .unwrap_or_default();
+        // Each allowed host:port as the console could (or could not) connect to it.
+        if let Some(reach) = egress["reach"].as_object() {
+            rows.extend(reach.iter().map(|(target, v)| (target.clone(), text(v))));
+        }
         if let Some(checks) = egress["inside"].as_object() {
             rows.extend(checks.iter().map(|(check, v)| {
                 (

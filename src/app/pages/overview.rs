@@ -7,7 +7,7 @@ use crate::{
             error_view::ErrorView,
             trial_panel::{status_hint, status_label},
         },
-        format::{pool_text, When},
+        format::{pool_line, When},
     },
     i18n::{t, td_string, use_i18n},
     model::{
@@ -70,7 +70,7 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
                 }}
                 <p class="muted">{health.message.clone()}</p>
                 {dashboard.pool.map(|pool| view! {
-                    <p data-testid="dashboard-pool">{td_string!(locale, settings.pool, pool = pool_text(locale, &pool)).to_string()}</p>
+                    <p data-testid="dashboard-pool">{pool_line(locale, &pool, health.healthy)}</p>
                 })}
             </section>
             <section class="card" data-testid="dashboard-last-hour">

@@ -235,7 +235,7 @@ fn Settings(
                                     <span class="health-message" data-testid="health-message">{health.message}</span>
                                     {settings.active_pool.map(|pool| view! {
                                         <span class="pool" data-testid="pool-status">
-                                            {td_string!(i18n.get_locale_untracked(), settings.pool, pool = crate::app::format::pool_text(i18n.get_locale_untracked(), &pool)).to_string()}
+                                            {crate::app::format::pool_line(i18n.get_locale_untracked(), &pool, health.healthy)}
                                         </span>
                                     })}
                                 }

@@ -212,7 +212,9 @@ async fn check(
 ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
     use serde_json::{json, Value};
     let mut resolved = serde_json::Map::new();
+    let mut reach = serde_json::Map::new();
     let mut problems = Vec::new();
+    let mut unreachable = Vec::new();
     for name in policy.exact_names().into_iter().take(5) {
         let port = if policy.allows(name, 443) {
             443
@@ -222,6 +224,20 @@ async fn check(
         match relay::resolve(policy, name, port).await {
             Ok(address) => {
                 resolved.insert(name.to_owned(), json!(address.ip().to_string()));
+                // Each allowed port is tried from the console, as a run's connection is made:
+                // a port nothing listens on is told now, not by the first run that needs it.
+                for port in policy.ports_for(name).into_iter().take(4) {
+                    let target = std::net::SocketAddr::new(address.ip(), port);
+                    let outcome = if policy.is_console(target) {
+                        "the console's own address: refused to sandboxes".to_owned()
+                    } else {
+                        reachability(target).await
+                    };
+                    if outcome != "reachable" {
+                        unreachable.push(format!("{name}:{port} ({outcome})"));
+                    }
+                    reach.insert(format!("{name}:{port}"), json!(outcome));
+                }
             }
             Err(reason) => {
                 problems.push(format!("{name} {reason}"));
@@ -229,7 +245,7 @@ async fn check(
             }
         }
     }
-    let inside: Value = probe_output
+    let mut inside: Value = probe_output
         .lines()
         .rev()
         .find_map(|l| serde_json::from_str(l).ok())
@@ -245,10 +261,68 @@ async fn check(
     if let Some(first) = problems.first() {
         return Err(format!("allowed host {first}"));
     }
+    // What the sandbox met, in words rather than Python's exception names.
+    if let Some(checks) = inside.as_object_mut() {
+        for value in checks.values_mut() {
+            if let Some(text) = value.as_str() {
+                *value = json!(plain(text));
+            }
+        }
+    }
     Ok(serde_json::Map::from_iter([(
         "egress".to_owned(),
-        json!({"resolved": resolved, "inside": inside}),
+        json!({"resolved": resolved, "reach": reach, "unreachable": unreachable, "inside": inside}),
     )]))
+}
+
+/// The sentence a health message adds when an allowed host:port does not take connections
+/// (from a health check's details), or `None`.
+pub fn unreachable_note(details: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    let list: Vec<&str> = details
+        .get("egress")?
+        .get("unreachable")?
+        .as_array()?
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    (!list.is_empty()).then(|| {
+        format!(
+            "Allowed, but not reachable from this host: {}.",
+            list.join("; ")
+        )
+    })
+}
+
+/// Whether the console can open a TCP connection to `target`, in words.
+async fn reachability(target: std::net::SocketAddr) -> String {
+    match tokio::time::timeout(
+        std::time::Duration::from_secs(3),
+        tokio::net::TcpStream::connect(target),
+    )
+    .await
+    {
+        Ok(Ok(_)) => "reachable".into(),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            "connection refused: nothing listens there".into()
+        }
+        Ok(Err(e)) => format!("cannot connect: {e}"),
+        Err(_) => "no answer within 3 s".into(),
+    }
+}
+
+/// A refusal the probe reported (`refused: ConnectionRefusedError`) in plain words.
+fn plain(text: &str) -> String {
+    let Some(kind) = text.strip_prefix("refused: ") else {
+        return text.to_owned();
+    };
+    let words = match kind {
+        "gaierror" => "the name does not resolve",
+        "ConnectionRefusedError" | "ConnectionResetError" => "the connection was refused",
+        "TimeoutError" | "timeout" => "the connection timed out",
+        "OSError" | "PermissionError" => "the connection was not allowed",
+        other => other,
+    };
+    format!("refused: {words}")
 }
 
 /// The network probe run in a sandbox on the allow-list: prints one JSON line.

@@ -242,6 +242,19 @@ impl Policy {
             .any(|r| r.matches(name) && r.ports.contains(&port))
     }
 
+    /// The ports the rules allow `name` on.
+    pub fn ports_for(&self, name: &str) -> Vec<u16> {
+        let mut ports: Vec<u16> = self
+            .rules
+            .iter()
+            .filter(|r| r.matches(name))
+            .flat_map(|r| r.ports.clone())
+            .collect();
+        ports.sort_unstable();
+        ports.dedup();
+        ports
+    }
+
     /// Every port some rule allows.
     pub fn ports(&self) -> Vec<u16> {
         let mut ports: Vec<u16> = self.rules.iter().flat_map(|r| r.ports.clone()).collect();

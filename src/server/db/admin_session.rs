@@ -85,6 +85,16 @@ pub async fn list(
     .await
 }
 
+/// Signed-in browsers of every admin, seen within `idle_minutes`: what each Account page
+/// lists, counted together (a signed-out or idle session is not one).
+pub async fn count_active(pool: &AnyPool, idle_minutes: u32) -> Result<i64, sqlx::Error> {
+    let cutoff = clock::before(Duration::from_secs(u64::from(idle_minutes) * 60));
+    sqlx::query_scalar("select count(*) from admin_session where last_seen_at >= $1")
+        .bind(&cutoff)
+        .fetch_one(pool)
+        .await
+}
+
 /// Deletes `admin_id`'s sessions except `keep` (all of them when `keep` is `None`); returns
 /// how many went.
 pub async fn delete_others(

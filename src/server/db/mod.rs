@@ -403,18 +403,6 @@ fn session_time(pool: &AnyPool) -> &'static str {
     }
 }
 
-/// Sessions that have not expired yet.
-pub async fn active_session_count(pool: &AnyPool) -> Result<i64, sqlx::Error> {
-    let sql = format!(
-        "select count(*) from {SESSION_TABLE} where expiry_date > {}",
-        session_time(pool)
-    );
-    sqlx::query_scalar(&sql)
-        .bind(clock::unix_now())
-        .fetch_one(pool)
-        .await
-}
-
 /// Removes expired sessions; run periodically by the server.
 pub async fn delete_expired_sessions(pool: &AnyPool) -> Result<u64, sqlx::Error> {
     let sql = format!(

@@ -508,32 +508,21 @@ impl SandboxProvider for DockerProvider {
                 }
             }
         }
-        let summary: Vec<String> = self
-            .pools()
-            .iter()
-            .map(|p| {
-                format!(
-                    "{} {}",
-                    p.language.id(),
-                    crate::model::provider::pool_words(
-                        p.busy() as u64,
-                        p.warming() as u64,
-                        p.size() as u64
-                    )
-                )
-            })
-            .collect();
+        // The pool is not part of the message: the card shows it once, live, beside it.
+        let mut message = format!(
+            "dockerd {} answered; runtime {} and the images are there.",
+            details
+                .get("docker_version")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            self.shared.config.runtime,
+        );
+        if let Some(note) = egress::unreachable_note(&details) {
+            message = format!("{message} {note}");
+        }
         HealthReport {
             healthy: true,
-            message: format!(
-                "dockerd {} answered; runtime {} and the images are there. Pool: {}.",
-                details
-                    .get("docker_version")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?"),
-                self.shared.config.runtime,
-                summary.join("; ")
-            ),
+            message,
             details,
         }
     }

@@ -215,9 +215,13 @@ impl SandboxProvider for LocalProvider {
                 match checked {
                     Ok(network) => {
                         details.extend(network);
+                        let mut message = "Isolation works, and the allow-list holds: the allowed hosts resolve, and a sandbox could reach neither the metadata address nor an unlisted name.".to_owned();
+                        if let Some(note) = egress::unreachable_note(&details) {
+                            message = format!("{message} {note}");
+                        }
                         HealthReport {
                             healthy: true,
-                            message: "Isolation works, and the allow-list holds: the allowed hosts resolve, and a sandbox could reach neither the metadata address nor an unlisted name.".into(),
+                            message,
                             details,
                         }
                     }
