@@ -104,6 +104,19 @@ test('a keyboard-only trial run', async ({ page, javaScriptEnabled }, testInfo) 
   await expectInteractive(page, true);
   const code = page.locator('#trial-code');
   await expect(code).toHaveCSS('font-family', /monospace|Menlo|Consolas/);
+  // Tabbing through the page passes the code box by without touching the code.
+  const sample = await code.inputValue();
+  await page.locator('#trial-timeout').focus();
+  await page.keyboard.press('Tab');
+  await expect(code).toBeFocused();
+  await page.keyboard.press('Tab');
+  await expect(page.locator('#trial-arguments')).toBeFocused();
+  await expect(code).toHaveValue(sample);
+  await page.keyboard.press('Shift+Tab');
+  await expect(code).toBeFocused();
+  await page.keyboard.press('Tab');
+  await expect(page.locator('#trial-arguments')).toBeFocused();
+  await expect(code).toHaveValue(sample);
   await code.focus();
   await page.keyboard.press('Control+A');
   await page.keyboard.type('def main(**args):\n');

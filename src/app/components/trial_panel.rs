@@ -26,7 +26,8 @@ pub struct TrialTarget {
 /// settings): code, language, JSON arguments, timeout; and the result of the last run. Part
 /// of the settings page's one form, so a trial keeps the settings typed above it, and a save
 /// or a test keeps the code typed here; it works without JavaScript. Hydrated, Ctrl+Enter
-/// (or Cmd+Enter) in the code runs it, Esc then Tab leaves the code box, and a timer counts
+/// (or Cmd+Enter) in the code runs it, Tab indents only once the admin edits the code (Esc
+/// then Tab leaves the box), and a timer counts
 /// while a run is pending.
 #[component]
 pub fn TrialPanel(
@@ -62,8 +63,9 @@ pub fn TrialPanel(
         (false, true) => td_string!(locale, trial.on_saved, name).to_string(),
         (false, false) => td_string!(locale, trial.on_defaults, name).to_string(),
     };
-    // Esc in the code box lets the next Tab leave it.
-    let released = RwSignal::new(false);
+    // Whether the admin is editing the code: Tab indents only then. Tabbing into the box
+    // (or Esc) is not editing, so Tab moves on; typing or clicking in it is.
+    let editing = RwSignal::new(false);
     // Line numbers beside the code: from the server's copy of the code, then (hydrated)
     // counted as it is typed, and scrolled with it.
     let lines = RwSignal::new(line_count(&input.code));
@@ -105,8 +107,14 @@ pub fn TrialPanel(
                 <div class="editor">
                     <pre class="gutter mono" aria-hidden="true" node_ref=gutter data-testid="code-lines">{numbers}</pre>
                     <textarea id="trial-code" name="code" rows="12" class="mono code" spellcheck="false" wrap="off"
-                        on:keydown=move |ev| code_keys(ev, released)
-                        on:input=move |ev| lines.set(line_count(&event_target_value(&ev)))
+                        on:keydown=move |ev| code_keys(ev, editing)
+                        on:focus=move |_| editing.set(false)
+                        on:blur=move |_| editing.set(false)
+                        on:pointerdown=move |_| editing.set(true)
+                        on:input=move |ev| {
+                            editing.set(true);
+                            lines.set(line_count(&event_target_value(&ev)));
+                        }
                         on:scroll=move |ev| follow_scroll(&ev, gutter)
                         inner_html=textarea_html(&input.code)></textarea>
                 </div>
@@ -171,9 +179,10 @@ fn start_timer(pending: RwSignal<Option<Pending>>, elapsed: RwSignal<u32>) {
     let _ = (pending, elapsed);
 }
 
-/// The code box's keys: Ctrl/Cmd+Enter runs the trial; Esc releases the box, so the next
-/// Tab moves on; otherwise Tab inserts four spaces.
-fn code_keys(ev: leptos::ev::KeyboardEvent, released: RwSignal<bool>) {
+/// The code box's keys: Ctrl/Cmd+Enter runs the trial; Tab inserts four spaces while the
+/// admin is editing (typed or clicked in the box) and moves on otherwise (tabbing through the
+/// page, or after Esc).
+fn code_keys(ev: leptos::ev::KeyboardEvent, editing: RwSignal<bool>) {
     #[cfg(feature = "hydrate")]
     {
         use wasm_bindgen::JsCast;
@@ -191,21 +200,18 @@ fn code_keys(ev: leptos::ev::KeyboardEvent, released: RwSignal<bool>) {
             return;
         }
         if key == "Escape" {
-            released.set(true);
+            editing.set(false);
             return;
         }
         if key != "Tab" || ev.shift_key() || ev.ctrl_key() || ev.alt_key() || ev.meta_key() {
-            released.set(false);
             return;
         }
-        if released.get_untracked() {
-            released.set(false);
-            return;
+        if editing.get_untracked() {
+            insert_spaces_on_tab(ev);
         }
-        insert_spaces_on_tab(ev);
     }
     #[cfg(not(feature = "hydrate"))]
-    let _ = (ev, released);
+    let _ = (ev, editing);
 }
 
 /// Tab in the code editor inserts four spaces instead of leaving the field.
