@@ -103,8 +103,8 @@ pub fn schema() -> ConfigSchema {
                 .required(),
             FieldSpec::new("python_image", FieldKind::String, "Python image")
                 .describe(
-                    "Image that runs Python; it needs python3 and sleep. `make runtime-image` \
-                     builds sandbox-runtime:local without a registry.",
+                    "Image that runs Python; it needs python3 and sleep. The docker provider's \
+                     README shows how to build one, with or without a registry.",
                 )
                 .default_value(json!(d.python_image))
                 .group(FieldGroup::Deployment)
@@ -227,8 +227,9 @@ pub fn build_provider_with(
             }
             if c.text("runtime") == "runsc" || c.text("runtime") == "gvisor" {
                 return Err(format!(
-                    "Under gVisor an allow-list needs the {RUNSC_EGRESS} runtime (scripts/docker.sh \
-                     registers it): choose it as the runtime."
+                    "Under gVisor an allow-list needs the {RUNSC_EGRESS} runtime (runsc registered \
+                     with --network=host in dockerd's daemon.json, as the README shows): choose \
+                     it as the runtime."
                 ));
             }
             Ok(())

@@ -14,7 +14,7 @@ pub(super) enum DockerError {
         source: bollard::errors::Error,
     },
     #[error(
-        "image {image:?} is not on the Docker host: build it with `make runtime-image`, or pull or load it"
+        "image {image:?} is not on the Docker host: pull it there from your registry, or load one saved elsewhere (docker save, then docker load)"
     )]
     ImageMissing { image: String },
     #[error("creating a container from {image:?}: {source}")]
