@@ -221,9 +221,11 @@ pub fn build_provider_with(
         // binds the allow-list's files from this host's disk.
         check.check("network", |c| {
             if !c.text("docker_host").starts_with("unix://") {
-                return Err("An allow-list needs a local daemon (unix://): the console joins \
+                return Err(
+                    "An allow-list needs a local daemon (unix://): the console joins \
                             each container's network namespace."
-                    .into());
+                        .into(),
+                );
             }
             if c.text("runtime") == "runsc" || c.text("runtime") == "gvisor" {
                 return Err(format!(
