@@ -9,7 +9,7 @@ use crate::{
     model::environment::{BuildStatus, EnvironmentInfo, Verification},
     server::{
         config::{Config, EnvAction},
-        environments::{self, build::STEP_DEADLINE},
+        environments::{self, build_parts::STEP_DEADLINE},
         gateway_cli::{services, shell_caller},
     },
 };

@@ -17,8 +17,9 @@ use std::{
 
 use crate::server::db::history_row::HistoryRow;
 
-/// Rows per segment before a new one is started.
-const SEGMENT_ROWS: usize = 1000;
+/// Rows per segment before a new one is started (a segment is read whole to be written: with
+/// content kept a row may hold up to a MiB).
+const SEGMENT_ROWS: usize = 200;
 const SUFFIX: &str = ".jsonl";
 const GUEST: &str = "guest-";
 const PART: &str = ".part";
@@ -41,7 +42,7 @@ enum Role {
 #[derive(Debug)]
 pub struct Spool {
     dir: PathBuf,
-    role: Role,
+    role: Mutex<Role>,
     open: Mutex<Option<Open>>,
 }
 
@@ -72,7 +73,7 @@ impl Spool {
             };
         Ok(Spool {
             dir: dir.to_owned(),
-            role,
+            role: Mutex::new(role),
             open: Mutex::new(None),
         })
     }
@@ -82,7 +83,7 @@ impl Spool {
     }
 
     pub fn owns(&self) -> bool {
-        matches!(self.role, Role::Owner(_))
+        matches!(*self.role.lock().expect("role lock"), Role::Owner(_))
     }
 
     fn names(&self) -> Vec<String> {
@@ -115,15 +116,38 @@ impl Spool {
             .join(format!("{GUEST}{}{PART}", std::process::id()))
     }
 
+    /// A guest takes the spool over once its owner is gone (the lock is free): its own file is
+    /// handed in like any guest's, for `adopt` to take. Returns the rows that file held (this
+    /// process counted them already), or `None` while another process owns the spool.
+    pub fn try_own(&self) -> Option<usize> {
+        let mut role = self.role.lock().expect("role lock");
+        if matches!(*role, Role::Owner(_)) {
+            return None;
+        }
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(self.dir.join(LOCK))
+            .ok()?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).ok()?;
+        self.seal_all();
+        let own = read(&self.guest_part()).len();
+        self.hand_in();
+        *role = Role::Owner(lock);
+        Some(own)
+    }
+
     /// Rows waiting: the owner's segments, or a guest's own file.
     pub fn count(&self) -> usize {
-        match self.role {
-            Role::Owner(_) => self
+        match self.owns() {
+            true => self
                 .numbers()
                 .into_iter()
                 .map(|n| read(&self.path(n)).len())
                 .sum(),
-            Role::Guest => read(&self.guest_part()).len(),
+            false => read(&self.guest_part()).len(),
         }
     }
 
@@ -146,7 +170,9 @@ impl Spool {
             if !(finished || orphan) {
                 continue;
             }
-            self.seal_all();
+            // Numbered under the lock new segments are numbered under: never a name in use.
+            let mut open = self.open.lock().expect("spool lock");
+            *open = None;
             let number = self.numbers().last().map_or(1, |n| n + 1);
             let from = self.dir.join(&name);
             let rows = read(&from).len();
@@ -166,17 +192,17 @@ impl Spool {
     pub fn append(&self, row: &HistoryRow) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(row).map_err(std::io::Error::other)?;
         line.push(b'\n');
+        // Held to the end: the role cannot change while a row is being placed.
+        let role = self.role.lock().expect("role lock");
+        let owns = matches!(*role, Role::Owner(_));
         let mut open = self.open.lock().expect("spool lock");
-        if open
-            .as_ref()
-            .is_none_or(|o| o.rows >= SEGMENT_ROWS && self.owns())
-        {
-            let (number, path) = match self.role {
-                Role::Owner(_) => {
+        if open.as_ref().is_none_or(|o| o.rows >= SEGMENT_ROWS && owns) {
+            let (number, path) = match owns {
+                true => {
                     let number = self.numbers().last().map_or(1, |n| n + 1);
                     (number, self.path(number))
                 }
-                Role::Guest => (0, self.guest_part()),
+                false => (0, self.guest_part()),
             };
             let file = OpenOptions::new()
                 .create(true)
@@ -227,6 +253,11 @@ impl Spool {
             return;
         }
         self.seal_all();
+        self.hand_in();
+    }
+
+    /// Renames this process's guest file to a finished one (the owner adopts those).
+    fn hand_in(&self) {
         let part = self.guest_part();
         if part.exists() {
             let stamp = std::time::SystemTime::now()
@@ -335,6 +366,32 @@ mod tests {
             let segment = owner.oldest()?;
             let keys: Vec<String> = segment.rows.iter().map(|r| r.key.clone()).collect();
             owner.done(segment).unwrap();
+            Some(keys)
+        })
+        .flatten()
+        .collect();
+        assert_eq!(keys, ["k1", "k2", "k3"]);
+    }
+
+    #[test]
+    fn a_guest_takes_the_spool_over_once_its_owner_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let owner = Spool::open(dir.path()).unwrap();
+        owner.append(&row(1)).unwrap();
+        let guest = Spool::open(dir.path()).unwrap();
+        guest.append(&row(2)).unwrap();
+        assert_eq!(guest.try_own(), None, "the owner still holds the lock");
+
+        drop(owner);
+
+        assert_eq!(guest.try_own(), Some(1), "its own row was handed in");
+        assert!(guest.owns());
+        assert_eq!(guest.adopt(), 1);
+        guest.append(&row(3)).unwrap();
+        let keys: Vec<String> = std::iter::from_fn(|| {
+            let segment = guest.oldest()?;
+            let keys: Vec<String> = segment.rows.iter().map(|r| r.key.clone()).collect();
+            guest.done(segment).unwrap();
             Some(keys)
         })
         .flatten()

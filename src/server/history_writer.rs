@@ -220,6 +220,8 @@ impl Shared {
     /// Keeps a row for the background writer: in the spool, or in memory when the spool
     /// cannot take it; dropped (and counted) only when memory is full too.
     fn keep(&self, row: HistoryRow) {
+        // Counted before it can be found: the writer may take it the moment it is kept.
+        self.pending.fetch_add(1, Ordering::SeqCst);
         let spooled = match &self.spool {
             Some(spool) => match spool.append(&row) {
                 Ok(()) => true,
@@ -233,6 +235,7 @@ impl Shared {
         if !spooled {
             let mut memory = self.memory.lock().expect("memory lock");
             if memory.len() >= MEMORY {
+                drop(memory);
                 tracing::error!(
                     caller = %row.caller,
                     status = %row.status,
@@ -241,11 +244,11 @@ impl Shared {
                 if let Some(metrics) = &self.options.metrics {
                     metrics.history_dropped();
                 }
+                self.written(1);
                 return;
             }
             memory.push_back(row);
         }
-        self.pending.fetch_add(1, Ordering::SeqCst);
         self.show_pending();
     }
 
@@ -333,9 +336,21 @@ async fn drain(shared: Arc<Shared>) {
         match shared.write_some().await {
             Ok(true) => backoff = FIRST_BACKOFF,
             Ok(false) => {
-                // Counted but not found here: a guest's own rows (its console drains them), or
-                // a segment deleted by hand. Wait for what comes next.
+                // Counted but not found here: a guest's own rows (the console that owns the
+                // spool drains them; once it is gone this writer owns it), or a segment
+                // deleted by hand. Wait for what comes next.
                 let _ = tokio::time::timeout(ADOPT_EVERY, shared.wake.notified()).await;
+                if let Some(spool) = &shared.spool {
+                    if let Some(own) = spool.try_own() {
+                        let adopted = spool.adopt();
+                        tracing::info!(adopted, "this process now owns the history spool");
+                        // Its own rows were counted already.
+                        shared
+                            .pending
+                            .fetch_add(adopted.saturating_sub(own), Ordering::SeqCst);
+                        shared.show_pending();
+                    }
+                }
             }
             Err(error) => {
                 tracing::debug!(%error, "the history backlog still cannot be written");

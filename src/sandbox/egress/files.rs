@@ -37,6 +37,9 @@ impl NetworkFiles {
             "resolv.conf",
             &format!("nameserver {DNS_ADDRESS}\noptions timeout:2 attempts:2\n"),
         )?;
+        // Names resolve through the console only: the host's /etc/hosts (with its own
+        // addresses for names) is not the sandbox's.
+        write("hosts", "127.0.0.1 localhost\n::1 localhost\n")?;
         let extra = extra_ca.trim();
         if !extra.is_empty() {
             let system = std::fs::read_to_string(SYSTEM_BUNDLE).unwrap_or_default();
@@ -54,6 +57,10 @@ impl NetworkFiles {
 
     pub fn resolv_conf(&self) -> PathBuf {
         self.dir.path().join("resolv.conf")
+    }
+
+    pub fn hosts(&self) -> PathBuf {
+        self.dir.path().join("hosts")
     }
 
     /// The variables that point Python's ssl, requests, curl and Node at the bundle.

@@ -5,10 +5,10 @@
 //! - TLS: the ClientHello's server name must be the name the program looked up (on ports 80
 //!   and 443 it must have one). What follows is encrypted and passes unread.
 //! - Plain HTTP/1: **every** request on the connection (kept alive or pipelined) is read up to
-//!   its end: exactly one `Host`, naming the looked-up name, and an absolute-form target on
-//!   that name too. `CONNECT`, HTTP/2 in clear text (`PRI *`, `Upgrade: h2c`), a body framed
-//!   two ways and unreadable heads are refused. After a WebSocket upgrade the stream is no
-//!   longer HTTP and passes unread.
+//!   its end: exactly one `Host`, naming the looked-up name, and a target that is a path or
+//!   an absolute URI on that name too. `CONNECT`, any upgrade (HTTP/2 in clear text, plain
+//!   WebSocket: after one nothing more can be read), a body framed two ways, a line ended by a
+//!   bare LF and unreadable heads are refused.
 //! - Anything else: refused on ports 80 and 443; passes on other ports (databases, SSH).
 //!
 //! The wait for the first bytes has no end of its own here: a program that pauses before
@@ -96,7 +96,14 @@ impl Inspector {
                 State::Head => {
                     let before = self.held.len();
                     self.held.extend_from_slice(input);
-                    match find(&self.held, b"\r\n\r\n") {
+                    // Empty lines before a request are not its end (see `start`).
+                    let skipped = self
+                        .held
+                        .iter()
+                        .position(|b| !matches!(b, b'\r' | b'\n'))
+                        .unwrap_or(self.held.len());
+                    let end = find(&self.held[skipped..], b"\r\n\r\n").map(|end| skipped + end);
+                    match end {
                         None if self.held.len() > MAX_HEAD => {
                             return Err(format!("sent a request head over {MAX_HEAD} bytes"))
                         }
@@ -137,9 +144,22 @@ impl Inspector {
     /// Decides what the held start is, once it can be told.
     fn start(&mut self) -> Result<(), String> {
         let web = WEB_PORTS.contains(&self.port);
-        if self.held.first() == Some(&0x16) {
-            return match client_hello_name(&self.held) {
-                Hello::More if self.held.len() <= MAX_HEAD => Ok(()),
+        // Servers skip empty lines before a request (RFC 9112 §2.2): so does the check.
+        let skipped = self
+            .held
+            .iter()
+            .position(|b| !matches!(b, b'\r' | b'\n'))
+            .unwrap_or(self.held.len());
+        let rest = &self.held[skipped..];
+        if rest.is_empty() {
+            return match self.held.len() > MAX_HEAD {
+                true => Err("sent only empty lines".into()),
+                false => Ok(()),
+            };
+        }
+        if rest[0] == 0x16 {
+            return match client_hello_name(rest) {
+                Hello::More if rest.len() <= MAX_HEAD => Ok(()),
                 Hello::Name(Some(claimed)) if claimed == self.name => {
                     self.state = State::Pass;
                     Ok(())
@@ -155,15 +175,27 @@ impl Inspector {
                 Hello::More | Hello::Broken => Err("an unreadable TLS start".into()),
             };
         }
-        let Some(line_end) = find(&self.held, b"\r\n") else {
-            if self.held.len() > MAX_HEAD || (!looks_like_request(&self.held) && !web) {
-                self.state = State::Pass;
-            } else if self.held.len() > MAX_HEAD || !looks_like_request(&self.held) {
-                return Err("neither TLS nor HTTP, on a web port".into());
-            }
-            return Ok(());
+        let Some(line_end) = rest.iter().position(|b| *b == b'\n') else {
+            // A start that may still become a request line is held (at most MAX_HEAD); one
+            // that cannot is another protocol.
+            return match (looks_like_request(rest), web) {
+                (true, _) if self.held.len() > MAX_HEAD => {
+                    Err(format!("sent a request line over {MAX_HEAD} bytes"))
+                }
+                (true, _) => Ok(()),
+                (false, true) => Err("neither TLS nor HTTP, on a web port".into()),
+                (false, false) => {
+                    self.state = State::Pass;
+                    Ok(())
+                }
+            };
         };
-        if is_request_line(&self.held[..line_end]) {
+        let line = rest[..line_end]
+            .strip_suffix(b"\r")
+            .unwrap_or(&rest[..line_end]);
+        if is_request_line(line)
+            || looks_like_request(line) && line.windows(5).any(|w| w == b"HTTP/")
+        {
             self.http = true;
             self.state = State::Head;
         } else if web {
@@ -176,13 +208,27 @@ impl Inspector {
 
     /// Checks one request head; the state its body puts the connection in.
     fn request(&self, head: &[u8]) -> Result<State, String> {
+        let skipped = head
+            .iter()
+            .position(|b| !matches!(b, b'\r' | b'\n'))
+            .unwrap_or(head.len());
+        let head = &head[skipped..];
         if head.starts_with(b"PRI * HTTP/2") {
             return Err("spoke HTTP/2 in clear text, which cannot be checked".into());
+        }
+        // A line ended by a bare LF may end a head for the server where it does not here:
+        // refused, so that what is checked is exactly what the server reads.
+        let bare_lf = head
+            .iter()
+            .enumerate()
+            .any(|(i, b)| *b == b'\n' && (i == 0 || head[i - 1] != b'\r'));
+        if bare_lf {
+            return Err("sent a line ended by a bare LF".into());
         }
         let mut headers = [httparse::EMPTY_HEADER; 128];
         let mut request = httparse::Request::new(&mut headers);
         match request.parse(head) {
-            Ok(httparse::Status::Complete(_)) => {}
+            Ok(httparse::Status::Complete(read)) if read == head.len() => {}
             _ => return Err("sent a request that cannot be read".into()),
         }
         let method = request.method.unwrap_or_default();
@@ -209,15 +255,24 @@ impl Inspector {
         if host != self.name {
             return Err(format!("the connection names {host}, not {}", self.name));
         }
-        if let Some(rest) = target
-            .strip_prefix("http://")
-            .or_else(|| target.strip_prefix("https://"))
-        {
-            let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-            let authority = authority.rsplit('@').next().unwrap_or_default();
-            let named = without_port(&authority.to_ascii_lowercase());
-            if named != self.name {
-                return Err(format!("the connection names {named}, not {}", self.name));
+        // The target is a path, `*` (OPTIONS), or an absolute URI whose authority is the name
+        // too (servers take the target's authority over the Host).
+        if !target.starts_with('/') {
+            match target.split_once("://") {
+                _ if target == "*" && method == "OPTIONS" => {}
+                Some((scheme, rest))
+                    if scheme
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+                {
+                    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+                    let authority = authority.rsplit('@').next().unwrap_or_default();
+                    let named = without_port(&authority.to_ascii_lowercase());
+                    if named != self.name {
+                        return Err(format!("the connection names {named}, not {}", self.name));
+                    }
+                }
+                _ => return Err("sent a request whose target is not a path".into()),
             }
         }
         let upgrade = value("upgrade").join(",");
@@ -226,20 +281,19 @@ impl Inspector {
                 "asked to upgrade to h2c (HTTP/2 in clear text), which cannot be checked".into(),
             );
         }
+        // After an upgrade nothing more of the stream is HTTP, and a server that declines one
+        // goes on reading requests: neither can be checked here (over TLS, wss:// works).
+        if !upgrade.is_empty() {
+            return Err(format!(
+                "asked to upgrade plain HTTP to {upgrade}, which cannot be checked (use TLS)"
+            ));
+        }
         let chunked = value("transfer-encoding")
             .iter()
             .any(|v| v.split(',').any(|c| c.trim() == "chunked"));
         let lengths = value("content-length");
         if chunked && !lengths.is_empty() || lengths.len() > 1 {
             return Err("framed a request body two ways".into());
-        }
-        if !upgrade.is_empty() {
-            if upgrade.split(',').all(|u| u.trim() == "websocket") {
-                return Ok(State::Pass);
-            }
-            return Err(format!(
-                "asked to upgrade to {upgrade}, which cannot be checked"
-            ));
         }
         if chunked {
             return Ok(State::Chunked(Chunk::Size(Vec::new())));
@@ -431,10 +485,33 @@ mod tests {
             (b"GET / HTTP/1.1\r\nHost: files.test\r\nUpgrade: h2c\r\nConnection: upgrade\r\n\r\n", "h2c"),
             (b"POST / HTTP/1.1\r\nHost: files.test\r\ncontent-length: 3\r\ntransfer-encoding: chunked\r\n\r\n", "two ways"),
             (b"\x00\x01binary", "neither TLS nor HTTP"),
+            (b"GET / HTTP/1.1\r\nHost: files.test\n\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n", "bare LF"),
+            (b"GET HTTP://evil.test/ HTTP/1.1\r\nHost: files.test\r\n\r\n", "names evil.test"),
+            (b"GET ftp://evil.test/ HTTP/1.1\r\nHost: files.test\r\n\r\n", "names evil.test"),
+            (b"GET evil.test:80 HTTP/1.1\r\nHost: files.test\r\n\r\n", "not a path"),
+            (b"GET / HTTP/1.1\r\nHost: files.test\r\nUpgrade: websocket\r\n\r\n", "upgrade plain HTTP"),
+            (b"\r\n\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n", "names evil.test"),
         ] {
             let got = run(443, &[bytes]).unwrap_err();
             assert!(got.contains(why), "{:?}: {got}", String::from_utf8_lossy(bytes));
         }
+    }
+
+    #[test]
+    fn a_request_line_never_grows_past_the_check() {
+        // A start that may still be a request line is held, never waved through, on any port.
+        for port in [80, 8080] {
+            let mut inspector = Inspector::new("files.test", port);
+            let mut long = b"GET /".to_vec();
+            long.extend(std::iter::repeat_n(b'a', MAX_HEAD + 10));
+            assert!(
+                inspector.feed(&long).unwrap_err().contains("over"),
+                "{port}"
+            );
+        }
+        // Empty lines before a request on another port are still HTTP.
+        let crlf = run(8080, &[b"\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n"]);
+        assert!(crlf.unwrap_err().contains("evil.test"));
     }
 
     #[test]

@@ -3,161 +3,19 @@
 //! place: a failed build leaves no folder, and a folder with a lock is complete. Every step
 //! runs as untrusted code in a build sandbox (see [`steps`](super::steps)).
 
-use std::{
-    net::SocketAddr,
-    path::{Path, PathBuf},
-    sync::{Arc, Mutex},
-    time::Duration,
+use std::path::Path;
+
+use super::{
+    build_parts::{io, BuildError, Log, Spec, Tools, CACHE_DIR, MAX_LEFT},
+    network, steps,
 };
-
-use serde_json::json;
-use sha2::{Digest, Sha256};
-
-use super::{network, steps};
 use crate::{
-    model::{environment::LockedPackage, package_spec},
+    model::environment::LockedPackage,
     sandbox::{
         environment::{self, MPLCONFIG_DIR, PYTHON_DIR},
         providers::local::build_jail,
     },
 };
-
-/// Longest one step (pip, npm) may take.
-pub const STEP_DEADLINE: Duration = Duration::from_secs(20 * 60);
-/// Most of a build's log kept (the end is kept when it is longer).
-pub const MAX_LOG_BYTES: usize = 256 * 1024;
-/// Prefix of a build's working folder in the store; what is left of one after a crash is
-/// swept at the next start.
-pub const WORK_PREFIX: &str = ".building-";
-/// The store's download cache for builds that run no package code (wheels only).
-pub const CACHE_DIR: &str = ".cache";
-
-/// The programs a build runs, and where they fetch from.
-#[derive(Clone, Debug)]
-pub struct Tools {
-    /// The interpreter whose pip installs the Python packages: the one sandboxes run.
-    pub python: PathBuf,
-    pub npm: PathBuf,
-    /// `--index-url` for pip; `None`: whatever pip is configured with on this host.
-    pub index_url: Option<String>,
-    /// `--registry` for npm; `None`: whatever npm is configured with on this host.
-    pub npm_registry: Option<String>,
-    /// Where the console listens: a build never reaches it.
-    pub console: Vec<SocketAddr>,
-}
-
-/// An environment's spec as a build takes it.
-#[derive(Clone, Debug)]
-pub struct Spec {
-    pub python: Vec<String>,
-    pub npm: Vec<String>,
-    pub allow_sdists: bool,
-}
-
-impl Spec {
-    /// The content address of a build of this spec with these tools: the same spec on the
-    /// same host builds into the same folder.
-    pub fn hash(&self, tools: &Tools) -> String {
-        let canonical = json!({
-            "python": self.python,
-            "npm": self.npm,
-            "allow_sdists": self.allow_sdists,
-            "python_path": tools.python,
-            "index_url": tools.index_url,
-            "npm_registry": tools.npm_registry,
-            "layout": 1,
-        });
-        let digest = Sha256::digest(canonical.to_string().as_bytes());
-        digest[..12].iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    /// The spec as the parser gives it back: a spec stored before the parser refused
-    /// something (an option, a variable) fails here instead of reaching pip or npm.
-    fn checked(&self) -> Result<Spec, BuildError> {
-        let python = package_spec::parse_requirements(&self.python.join("\n"))
-            .map_err(|e| BuildError::Invalid(format!("Python requirements: {e}")))?;
-        let npm = package_spec::parse_npm(&self.npm.join("\n"))
-            .map_err(|e| BuildError::Invalid(format!("npm packages: {e}")))?;
-        Ok(Spec {
-            python,
-            npm,
-            allow_sdists: self.allow_sdists,
-        })
-    }
-}
-
-/// The log of a build as it grows, shared with whoever shows it.
-#[derive(Clone, Debug, Default)]
-pub struct Log(Arc<Mutex<String>>);
-
-impl Log {
-    pub fn line(&self, line: &str) {
-        let mut log = self.0.lock().expect("build log lock");
-        log.push_str(line);
-        log.push('\n');
-        if log.len() > MAX_LOG_BYTES {
-            let mut cut = log.len() - MAX_LOG_BYTES * 3 / 4;
-            while !log.is_char_boundary(cut) {
-                cut += 1;
-            }
-            log.replace_range(..cut, "[… the start of the log was cut …]\n");
-        }
-    }
-
-    pub fn text(&self) -> String {
-        self.0.lock().expect("build log lock").clone()
-    }
-}
-
-/// How a step ended, for a sentence: its exit code, or a signal.
-fn ended(code: &Option<i32>) -> String {
-    match code {
-        Some(code) => format!("exit code {code}"),
-        None => "killed by a signal".into(),
-    }
-}
-
-/// Why a build failed, in a sentence an admin can act on.
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    #[error("{0} is not on the package index (no such project)")]
-    UnknownPackage(String),
-    #[error(
-        "{0} has no wheel for this Python and platform, only a source distribution; building \
-         it would run its code (in the build sandbox). Allow source distributions for this \
-         environment to build it anyway"
-    )]
-    SdistOnly(String),
-    #[error("no version of {0} satisfies the requirements (see the log for the versions found)")]
-    NoMatchingVersion(String),
-    #[error("the requirements conflict: {0}")]
-    Conflict(String),
-    #[error("the package index or registry cannot be reached: {0}")]
-    Unreachable(String),
-    #[error("the environment store is full ({0}): free space there and build again")]
-    DiskFull(String),
-    #[error("the stored spec is not accepted any more; save it again: {0}")]
-    Invalid(String),
-    #[error("this console cannot build environments: {0}")]
-    NoSandbox(String),
-    #[error("{step} failed ({}); the log says why", ended(code))]
-    Step {
-        step: &'static str,
-        code: Option<i32>,
-    },
-    #[error("{0} took longer than {1} minutes and was stopped")]
-    Deadline(&'static str, u64),
-    #[error("{0}")]
-    Io(String),
-}
-
-/// A failed file operation of the build, in words; a full disk says so.
-pub(super) fn io(what: &str) -> impl Fn(std::io::Error) -> BuildError + '_ {
-    move |e| match e.raw_os_error() {
-        Some(28) => BuildError::DiskFull(format!("{what}: {e}")),
-        _ => BuildError::Io(format!("{what}: {e}")),
-    }
-}
 
 /// What a finished build reports.
 pub struct Built {
@@ -202,7 +60,7 @@ pub async fn build(
     } else {
         let cache = store.join(CACHE_DIR);
         std::fs::create_dir_all(&cache).map_err(io("cannot create the download cache"))?;
-        build_jail::hand_over(&cache, true).map_err(io("cannot prepare the download cache"))?;
+        build_jail::give(&cache, false).map_err(io("cannot prepare the download cache"))?;
         Some(cache)
     };
     let steps = steps::Steps {
@@ -227,10 +85,14 @@ pub async fn build(
         stage("installing npm packages");
         lock.extend(steps.npm().await?);
     }
-    build_jail::hand_over(dir, false).map_err(io("cannot take the build back"))?;
-    let _ = std::fs::remove_file(dir.join(MPLCONFIG_DIR).join(".lock"));
+    build_jail::take_back(dir).map_err(io("cannot take the build back"))?;
+    // What the steps left is data: nothing in the folder is followed as a link from here on.
+    let config = dir.join(MPLCONFIG_DIR);
+    if std::fs::symlink_metadata(&config).is_ok_and(|m| m.is_dir()) {
+        let _ = std::fs::remove_file(config.join(".lock"));
+    }
     let lock_text = serde_json::to_string_pretty(&lock).unwrap_or_else(|_| "[]".into());
-    std::fs::write(dir.join("lock.json"), lock_text).map_err(io("cannot write the lock"))?;
+    write_new(&dir.join("lock.json"), &lock_text).map_err(io("cannot write the lock"))?;
     let dir = work.keep();
     match std::fs::rename(&dir, &target) {
         Ok(()) => {}
@@ -250,9 +112,26 @@ pub async fn build(
     finished(&target, false)
 }
 
+/// Writes `text` to a new file at `path`, removing whatever a step left there first (a
+/// symbolic link is removed, never followed).
+fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::{io::Write, os::unix::fs::OpenOptionsExt};
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(path)?
+        .write_all(text.as_bytes())
+}
+
 fn finished(dir: &Path, reused: bool) -> Result<Built, BuildError> {
-    let text =
-        std::fs::read_to_string(dir.join("lock.json")).map_err(io("cannot read the lock"))?;
+    let text = build_jail::read_left(&dir.join("lock.json"), MAX_LEFT)
+        .map_err(io("cannot read the lock"))?;
     let lock = serde_json::from_str(&text)
         .map_err(|e| BuildError::Io(format!("the lock is damaged: {e}")))?;
     Ok(Built {

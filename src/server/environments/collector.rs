@@ -12,11 +12,33 @@ use std::{
 use sqlx::AnyPool;
 
 use super::{
-    build::{STEP_DEADLINE, WORK_PREFIX},
+    build_parts::{STEP_DEADLINE, WORK_PREFIX},
     catalog::StoreCatalog,
     owner::Owner,
 };
 use crate::server::db::environment as db;
+
+/// Marks failed the builds whose process is gone (at once for a process of this host; by its
+/// silence for another host's), and removes their working folders from a store this console
+/// owns.
+pub(super) async fn give_up_abandoned(
+    pool: &AnyPool,
+    store: &Path,
+    owned: bool,
+) -> Result<(), sqlx::Error> {
+    let marked = db::abandon_unfinished(pool, |owner| {
+        Owner::parse(owner).and_then(|owner| owner.alive().map(|alive| !alive))
+    })
+    .await?;
+    if marked > 0 {
+        tracing::warn!(
+            marked,
+            "environment builds were interrupted by a stop of their console; build them again"
+        );
+    }
+    sweep_abandoned(store, owned);
+    Ok(())
+}
 
 /// What garbage collection needs: which builds run here, which are mounted, and since when
 /// each unused folder was seen unused.

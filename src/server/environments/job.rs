@@ -10,7 +10,8 @@ use std::{
 use sqlx::AnyPool;
 
 use super::{
-    build::{self, Log, Spec, Tools},
+    build::{self},
+    build_parts::{Log, Spec, Tools},
     catalog::StoreCatalog,
     collector::Collector,
     queue, Verifier, LOG_EVERY,
@@ -39,7 +40,8 @@ impl Job {
         // The log and stage reach the database while the build runs.
         let (pool, id) = (self.pool.clone(), self.id);
         let (shown_log, shown_stage) = (log.clone(), stage.clone());
-        let reporter = tokio::spawn(async move {
+        // Aborted when the job ends however it ends (a panic too): no heartbeat outlives it.
+        let reporter = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(LOG_EVERY).await;
                 let stage = shown_stage.lock().expect("stage lock").clone();
@@ -47,7 +49,7 @@ impl Job {
                     tracing::warn!(%error, "cannot record a build's progress");
                 }
             }
-        });
+        }));
         let set_stage = {
             let stage = stage.clone();
             move |now: &str| *stage.lock().expect("stage lock") = now.to_owned()

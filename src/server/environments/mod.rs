@@ -5,6 +5,7 @@
 //! [`catalog`] is what providers see (name → ready folder); [`build`] runs pip and npm.
 
 pub mod build;
+pub mod build_parts;
 pub mod catalog;
 mod collector;
 mod job;
@@ -27,7 +28,7 @@ use serde_json::{json, Map, Value};
 use sqlx::AnyPool;
 
 use self::{
-    build::{Spec, Tools},
+    build_parts::{Spec, Tools},
     catalog::StoreCatalog,
     collector::Collector,
     job::Job,
@@ -110,24 +111,6 @@ const LOG_EVERY: Duration = Duration::from_millis(700);
 /// How often a console looks for builds whose process is gone.
 const ABANDON_EVERY: Duration = Duration::from_secs(30);
 
-/// Marks failed the builds whose process is gone (at once for a process of this host; by its
-/// silence for another host's), and removes their working folders from a store this console
-/// owns.
-async fn give_up_abandoned(pool: &AnyPool, store: &Path, owned: bool) -> Result<(), sqlx::Error> {
-    let marked = db::abandon_unfinished(pool, |owner| {
-        Owner::parse(owner).and_then(|owner| owner.alive().map(|alive| !alive))
-    })
-    .await?;
-    if marked > 0 {
-        tracing::warn!(
-            marked,
-            "environment builds were interrupted by a stop of their console; build them again"
-        );
-    }
-    collector::sweep_abandoned(store, owned);
-    Ok(())
-}
-
 impl EnvironmentService {
     /// Loads the catalog; builds a stopped console left `building` are marked failed.
     pub async fn start(
@@ -141,7 +124,7 @@ impl EnvironmentService {
     ) -> Result<Self, sqlx::Error> {
         // Only builds whose process is gone: a command started beside a running console
         // leaves that console's builds alone.
-        give_up_abandoned(&pool, &store, collect_garbage).await?;
+        collector::give_up_abandoned(&pool, &store, collect_garbage).await?;
         let catalog = Arc::new(StoreCatalog::new(store));
         catalog.reload(&pool).await?;
         let running: Arc<Mutex<HashMap<String, i64>>> = Arc::default();
@@ -582,7 +565,8 @@ impl EnvironmentService {
                     return;
                 };
                 let (store, owned) = (service.store().to_owned(), service.collect_garbage);
-                if let Err(error) = give_up_abandoned(&service.pool, &store, owned).await {
+                if let Err(error) = collector::give_up_abandoned(&service.pool, &store, owned).await
+                {
                     tracing::warn!(%error, "could not check for interrupted environment builds");
                 }
                 if service.collect_garbage && collected.elapsed() >= every {

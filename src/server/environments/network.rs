@@ -13,7 +13,7 @@ use std::{
 
 use tokio::process::Command;
 
-use super::build::{BuildError, Tools};
+use super::build_parts::{BuildError, Tools};
 use crate::sandbox::egress::Policy;
 
 pub const DEFAULT_INDEX: &str = "https://pypi.org/simple";
@@ -26,11 +26,12 @@ const MAX_BYTES: u64 = 8 * 1024 * 1024 * 1024;
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 const CONFIG_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A build's network: the allow-list, and the addresses pip and npm are given (rewritten
-/// where the index was given by address).
+/// A build's network: each tool's allow-list (pip reaches only the index, npm only the
+/// registry), and the addresses they are given (rewritten where given by address).
 #[derive(Clone, Debug)]
 pub struct Reach {
-    pub policy: Arc<Policy>,
+    pub pip_policy: Arc<Policy>,
+    pub npm_policy: Arc<Policy>,
     pub index_url: String,
     pub npm_registry: String,
     /// The index's host when it is plain HTTP (an index the console's operator chose; pip
@@ -170,20 +171,25 @@ pub async fn reach(tools: &Tools, console: &[SocketAddr]) -> Result<Reach, Build
             .await
             .unwrap_or_else(|| DEFAULT_REGISTRY.to_owned()),
     };
-    let mut destinations = Destinations::default();
-    let index_url = destinations.add(&index).await?;
-    let npm_registry = destinations.add(&registry).await?;
+    let mut pip = Destinations::default();
+    let index_url = pip.add(&index).await?;
+    let mut npm = Destinations::default();
+    let npm_registry = npm.add(&registry).await?;
     let pip_trusted_host = url::Url::parse(&index_url)
         .ok()
         .filter(|url| url.scheme() == "http")
         .and_then(|url| url.host_str().map(str::to_owned));
-    Ok(Reach {
-        pip_trusted_host,
-        policy: Arc::new(Policy::destinations(
+    let policy = |destinations: &Destinations| {
+        Arc::new(Policy::destinations(
             &destinations.list,
             MAX_BYTES,
             console.to_vec(),
-        )),
+        ))
+    };
+    Ok(Reach {
+        pip_trusted_host,
+        pip_policy: policy(&pip),
+        npm_policy: policy(&npm),
         index_url,
         npm_registry,
     })

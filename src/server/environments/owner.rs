@@ -5,7 +5,8 @@
 /// A process on some host.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Owner {
-    /// `/proc/sys/kernel/random/boot_id`: the same only on this host, since its last boot.
+    /// `/proc/sys/kernel/random/boot_id` and the pid namespace: the same only for processes
+    /// whose pids mean the same (containers on one host share the boot, not the pids).
     pub boot: String,
     pub pid: u32,
     /// When the process started, in clock ticks after boot (`/proc/<pid>/stat`, field 22): a
@@ -14,9 +15,16 @@ pub struct Owner {
 }
 
 fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|text| text.trim().to_owned())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let pids = std::fs::read_link("/proc/self/ns/pid")
+        .map(|link| link.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match boot.is_empty() || pids.is_empty() {
+        true => String::new(),
+        false => format!("{boot}/{pids}"),
+    }
 }
 
 /// A process's start time, when it exists.
@@ -77,6 +85,11 @@ mod tests {
             ..me.clone()
         };
         assert_eq!(reused.alive(), Some(false), "a pid with another start time");
+        let another_container = Owner {
+            boot: format!("{}/pid:[1]", me.boot.split('/').next().unwrap()),
+            ..me.clone()
+        };
+        assert_eq!(another_container.alive(), None, "same host, other pids");
         let elsewhere = Owner {
             boot: "another-host".into(),
             ..me

@@ -151,7 +151,7 @@ impl EnvironmentService {
         ) else {
             return Ok(Vec::new());
         };
-        let after = after.unwrap_or(super::build::Spec {
+        let after = after.unwrap_or(super::build_parts::Spec {
             python: Vec::new(),
             npm: Vec::new(),
             allow_sdists: false,

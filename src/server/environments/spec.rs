@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use sqlx::AnyPool;
 
-use super::build::Spec;
+use super::build_parts::Spec;
 use crate::{
     model::package_spec,
     server::db::environment::{self as db, EnvRow},

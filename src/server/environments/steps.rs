@@ -9,7 +9,7 @@ use std::{path::PathBuf, sync::Arc};
 use serde_json::Value;
 
 use super::{
-    build::{io, BuildError, Log, Spec, Tools, STEP_DEADLINE},
+    build_parts::{io, BuildError, Log, Spec, Tools, MAX_LEFT, STEP_DEADLINE},
     network::Reach,
 };
 use crate::{
@@ -64,11 +64,17 @@ impl Steps<'_> {
             )
             .map_err(io("cannot write package.json"))?;
         }
-        build_jail::hand_over(&self.folder, true).map_err(io("cannot prepare the build folder"))
+        build_jail::give(&self.folder, true).map_err(io("cannot prepare the build folder"))
     }
 
-    /// A step of `program` with `args`, its variables built from nothing.
-    fn step(&self, program: PathBuf, args: Vec<String>, network: bool) -> BuildStep {
+    /// A step of `program` with `args`, its variables built from nothing, reaching what
+    /// `network` allows (nothing for `None`).
+    fn step(
+        &self,
+        program: PathBuf,
+        args: Vec<String>,
+        network: Option<&Arc<crate::sandbox::egress::Policy>>,
+    ) -> BuildStep {
         let mut env = vec![
             ("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned()),
             ("HOME".to_owned(), "/tmp".to_owned()),
@@ -91,7 +97,7 @@ impl Steps<'_> {
             folder: self.folder.clone(),
             cache: self.cache.clone(),
             deadline: STEP_DEADLINE,
-            network: network.then(|| self.reach.policy.clone()),
+            network: network.cloned(),
         }
     }
 
@@ -131,7 +137,11 @@ impl Steps<'_> {
         self.pip_options(&mut args);
         self.log
             .line(&format!("$ pip install {}", self.spec.python.join(" ")));
-        let step = self.step(self.tools.python.clone(), args, true);
+        let step = self.step(
+            self.tools.python.clone(),
+            args,
+            Some(&self.reach.pip_policy),
+        );
         let (code, output) = run(step, self.log, "pip").await?;
         if code != Some(0) {
             return Err(match self.diagnose_pip(&output).await {
@@ -141,7 +151,8 @@ impl Steps<'_> {
             });
         }
         let report = self.folder.join("pip-report.json");
-        let text = std::fs::read_to_string(&report).map_err(io("cannot read pip's report"))?;
+        let text =
+            build_jail::read_left(&report, MAX_LEFT).map_err(io("cannot read pip's report"))?;
         let _ = std::fs::remove_file(&report);
         let report: Value = serde_json::from_str(&text)
             .map_err(|e| BuildError::Io(format!("pip's report: {e}")))?;
@@ -205,7 +216,11 @@ impl Steps<'_> {
         self.pip_options(&mut args);
         args.extend(["--".into(), requirement]);
         let quiet = Log::default();
-        let step = self.step(self.tools.python.clone(), args, true);
+        let step = self.step(
+            self.tools.python.clone(),
+            args,
+            Some(&self.reach.pip_policy),
+        );
         let (_, text) = run(step, &quiet, "pip's diagnosis").await.ok()?;
         let name = package_spec::requirement_name(&missing);
         let why = if text.contains("No sources permitted for")
@@ -240,7 +255,9 @@ impl Steps<'_> {
         .into_iter()
         .chain([inside(PYTHON_DIR)])
         .collect();
-        let mut step = self.step(self.tools.python.clone(), args, false);
+        let mut step = self.step(self.tools.python.clone(), args, None);
+        // Importing matplotlib runs package code: it gets no shared download cache.
+        step.cache = None;
         step.env.extend([
             ("MPLCONFIGDIR".to_owned(), inside(MPLCONFIG_DIR)),
             ("MPLBACKEND".to_owned(), "Agg".to_owned()),
@@ -287,13 +304,13 @@ impl Steps<'_> {
             "$ npm install --ignore-scripts -- {}",
             self.spec.npm.join(" ")
         ));
-        let step = self.step(self.tools.npm.clone(), args, true);
+        let step = self.step(self.tools.npm.clone(), args, Some(&self.reach.npm_policy));
         let (code, output) = run(step, self.log, "npm").await?;
         if code != Some(0) {
             return Err(npm_failure(&output, self.spec, code, &self.folder));
         }
         let root = self.folder.join("node");
-        let text = std::fs::read_to_string(root.join("package-lock.json"))
+        let text = build_jail::read_left(&root.join("package-lock.json"), MAX_LEFT)
             .map_err(io("cannot read npm's package-lock.json"))?;
         let tree: Value = serde_json::from_str(&text)
             .map_err(|e| BuildError::Io(format!("npm's package-lock.json: {e}")))?;

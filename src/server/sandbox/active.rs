@@ -53,7 +53,13 @@ pub(super) struct Loaded {
     /// The active provider's kind built with another environment, by environment name (runs
     /// that ask for one); dropped with the active provider they were built beside.
     variants: Mutex<HashMap<String, Arc<dyn SandboxProvider>>>,
+    /// Replaced providers shutting down in the background: the console's own shutdown waits
+    /// for them, so no container of theirs outlives it.
+    retiring: tokio_util::task::TaskTracker,
 }
+
+/// How long the console's shutdown waits for replaced providers to finish shutting down.
+const RETIRE_DEADLINE: Duration = Duration::from_secs(30);
 
 /// How long a health probe of the active provider may take before it counts as failed.
 pub const HEALTH_DEADLINE: Duration = Duration::from_secs(5);
@@ -167,14 +173,30 @@ impl SandboxService {
         Ok(())
     }
 
-    /// Makes `provider`, just built from the settings saved for `kind`, the one that runs
-    /// code. Callers hold `swap`.
+    /// Makes `provider`, just built from version `version` of the settings saved for `kind`,
+    /// the one that runs code. Callers hold `swap`.
     pub(super) async fn install(
         &self,
         kind: &str,
+        version: i64,
         provider: Arc<dyn SandboxProvider>,
     ) -> Result<(), SettingError> {
-        let built_from = self.fingerprint().await?;
+        let read = async { Ok((self.fingerprint().await?, self.stored_active_kind().await?)) };
+        let built_from = match read.await {
+            // Another process saved again after this save's write (or made another provider
+            // active): what is stored is not what this provider was built from, so the next
+            // run rebuilds it from the store.
+            Ok((Some((_, settings, _)), stored))
+                if settings != version || stored.as_deref() != Some(kind) =>
+            {
+                None
+            }
+            Ok((fingerprint, _)) => fingerprint,
+            Err(error) => {
+                provider.shutdown().await;
+                return Err(error);
+            }
+        };
         self.replace_active(
             Some(Active {
                 kind: kind.to_owned(),
@@ -198,11 +220,12 @@ impl SandboxService {
             std::mem::replace(&mut installed.active, next)
         };
         let variants = std::mem::take(&mut *self.loaded.variants.lock().expect("variants lock"));
+        let retiring = &self.loaded.retiring;
         if let Some(previous) = previous {
-            tokio::spawn(async move { previous.provider.shutdown().await });
+            retiring.spawn(async move { previous.provider.shutdown().await });
         }
         for (_, variant) in variants {
-            tokio::spawn(async move { variant.shutdown().await });
+            retiring.spawn(async move { variant.shutdown().await });
         }
     }
 
@@ -291,6 +314,17 @@ impl SandboxService {
         let variants = std::mem::take(&mut *self.loaded.variants.lock().expect("variants lock"));
         for (_, variant) in variants {
             variant.shutdown().await;
+        }
+        let retiring = &self.loaded.retiring;
+        retiring.close();
+        if tokio::time::timeout(RETIRE_DEADLINE, retiring.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                left = retiring.len(),
+                "replaced sandbox providers did not finish shutting down in time; the next start sweeps what they left"
+            );
         }
     }
 

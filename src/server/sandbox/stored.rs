@@ -380,7 +380,7 @@ impl SandboxService {
             }
             Written::Saved { version, active } => {
                 if active {
-                    self.install(kind, provider).await?;
+                    self.install(kind, version, provider).await?;
                 } else {
                     // Built only to validate: release whatever it opened.
                     provider.shutdown().await;

@@ -16,12 +16,10 @@ use std::{
 
 use hakoniwa::{
     cgroups::{Memory, Pids, Resources},
-    landlock::{CompatMode, FsAccess, Resource, Ruleset},
-    seccomp::{Action, Filter},
     Container, Namespace, Rlimit, Stdio,
 };
 
-use super::jail::{self, Watch, DENIED_SYSCALLS, ETC_READABLE};
+use super::jail::{self, Watch};
 use crate::{
     model::egress::EgressReport,
     sandbox::{
@@ -47,7 +45,8 @@ const MAX_PROCESSES: i64 = 256;
 const MAX_OPEN_FILES: u64 = 4096;
 /// The largest file a step may write (a wheel, a shared library).
 const MAX_FILE_BYTES: u64 = 2048 * 1024 * 1024;
-const EPERM: i32 = 1;
+/// The longest line of a step's output passed on (longer ones come in pieces).
+const MAX_LINE: usize = 16 * 1024;
 
 /// One step: a trusted program (the interpreter's pip, npm) with arguments the console wrote.
 #[derive(Clone, Debug)]
@@ -95,29 +94,13 @@ pub fn unavailable() -> Option<String> {
 }
 
 fn container(step: &BuildStep, network: Option<&NetworkFiles>) -> Result<Container, String> {
-    let mut container = Container::new();
+    let mut container = jail::base_container("build", network)?;
     // The console is root (see `unavailable`): no user namespace, so that `setpriv` can drop
     // to a real unprivileged user of the host rather than a root mapped onto the console's.
     container.share(Namespace::User);
-    container
-        .rootfs("/")
-        .map_err(|e| format!("cannot prepare the build sandbox's root: {e}"))?;
-    if network.is_none() {
-        container.unshare(Namespace::Network);
-    }
-    container
-        .unshare(Namespace::Ipc)
-        .unshare(Namespace::Uts)
-        .hostname("build")
-        .devfsmount("/dev")
-        .tmpfsmount("/tmp")
-        .bindmount_rw(&step.folder.to_string_lossy(), MOUNT_POINT);
+    container.bindmount_rw(&step.folder.to_string_lossy(), MOUNT_POINT);
     if let Some(cache) = &step.cache {
         container.bindmount_rw(&cache.to_string_lossy(), CACHE_POINT);
-    }
-    if let Some(files) = network {
-        container.bindmount_ro(&files.dir().to_string_lossy(), egress::files::MOUNT_POINT);
-        container.bindmount_ro(&files.resolv_conf().to_string_lossy(), "/etc/resolv.conf");
     }
     let cpu = step.deadline.as_secs() + 1;
     container
@@ -130,61 +113,84 @@ fn container(step: &BuildStep, network: Option<&NetworkFiles>) -> Result<Contain
     resources.pids(Pids::default().limit(MAX_PROCESSES).clone());
     container.cgroups_resources(resources);
 
-    let mut ruleset = Ruleset::default();
-    ruleset.restrict(Resource::FS, CompatMode::Relax);
-    ruleset.restrict(Resource::NET_TCP_BIND, CompatMode::Relax);
-    if network.is_none() {
-        ruleset.restrict(Resource::NET_TCP_CONNECT, CompatMode::Relax);
-    }
-    let read_exec = FsAccess::R | FsAccess::X;
-    let system = ["/bin", "/lib", "/lib64", "/sbin", "/usr", "/proc"];
-    for path in system.iter().chain(ETC_READABLE).chain(TOOL_CONFIG) {
-        if Path::new(path).exists() {
-            ruleset.allow_path(path, read_exec);
-        }
-    }
-    if network.is_some() {
-        ruleset.allow_path(egress::files::MOUNT_POINT, FsAccess::R);
-        ruleset.allow_path("/etc/resolv.conf", FsAccess::R);
-    }
-    let read_write = FsAccess::R | FsAccess::W | FsAccess::X;
-    for path in ["/tmp", "/dev", MOUNT_POINT] {
-        ruleset.allow_path(path, read_write);
-    }
-    if step.cache.is_some() {
-        ruleset.allow_path(CACHE_POINT, read_write);
-    }
-    container.landlock_ruleset(ruleset);
-
-    let mut filter = Filter::new(Action::Allow);
-    for syscall in DENIED_SYSCALLS {
-        filter.add_rule(Action::Errno(EPERM), syscall);
-    }
-    container.seccomp_filter(filter);
+    let writable: &[&str] = match step.cache {
+        Some(_) => &[MOUNT_POINT, CACHE_POINT],
+        None => &[MOUNT_POINT],
+    };
+    let config: Vec<&str> = TOOL_CONFIG
+        .iter()
+        .copied()
+        .filter(|path| Path::new(path).exists())
+        .collect();
+    container.landlock_ruleset(jail::base_ruleset(&config, writable, network));
+    container.seccomp_filter(jail::denied_syscalls());
     Ok(container)
 }
 
-/// Hands the folders the step writes to [`BUILD_USER`] (before) or back to the console
-/// (after), everything in them included.
-pub fn hand_over(folder: &Path, to_build_user: bool) -> std::io::Result<()> {
-    let (uid, gid) = if to_build_user {
-        (65534, 65534)
-    } else {
-        (
-            rustix::process::getuid().as_raw(),
-            rustix::process::getgid().as_raw(),
-        )
-    };
-    fn walk(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+/// Hands a folder the steps write to [`BUILD_USER`]: the build's fresh folder (everything the
+/// console wrote in it) before the first step, or only the top of a cache folder (whatever is
+/// in it was written by the build user already).
+pub fn give(folder: &Path, recursive: bool) -> std::io::Result<()> {
+    walk(folder, recursive, &|path| {
+        std::os::unix::fs::lchown(path, Some(BUILD_UID), Some(BUILD_UID))
+    })
+}
+
+/// Takes a build's folder back once its steps are over (no process of the build user is left:
+/// each step's PID namespace ends with it): everything owned by the console again, with no
+/// write bit for group or others and no set-id bit. Symbolic links are never followed.
+pub fn take_back(folder: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let (uid, gid) = (
+        rustix::process::getuid().as_raw(),
+        rustix::process::getgid().as_raw(),
+    );
+    walk(folder, true, &|path| {
         std::os::unix::fs::lchown(path, Some(uid), Some(gid))?;
-        if path.is_dir() && !path.is_symlink() {
-            for entry in std::fs::read_dir(path)? {
-                walk(&entry?.path(), uid, gid)?;
-            }
+        let meta = std::fs::symlink_metadata(path)?;
+        if !meta.file_type().is_symlink() {
+            let mode = meta.permissions().mode() & 0o755;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
         }
         Ok(())
+    })
+}
+
+/// `nobody`'s uid and gid on Debian.
+const BUILD_UID: u32 = 65534;
+
+fn walk(
+    path: &Path,
+    recursive: bool,
+    each: &dyn Fn(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    each(path)?;
+    let meta = std::fs::symlink_metadata(path)?;
+    if recursive && meta.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            walk(&entry?.path(), true, each)?;
+        }
     }
-    walk(folder, uid, gid)
+    Ok(())
+}
+
+/// Reads a file a step left, as data: a regular file (never through a symbolic link, never a
+/// device or a pipe) of at most `cap` bytes.
+pub fn read_left(path: &Path, cap: u64) -> std::io::Result<String> {
+    let meta = std::fs::symlink_metadata(path)?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    if meta.len() > cap {
+        return Err(std::io::Error::other(format!(
+            "{} is over {cap} bytes",
+            path.display()
+        )));
+    }
+    std::fs::read_to_string(path)
 }
 
 /// Runs `step` and waits for it (at most its deadline, then it is killed), passing each line
@@ -271,12 +277,22 @@ fn run_in(
         pipe.map(|pipe| {
             thread::spawn(move || {
                 let mut reader = BufReader::new(pipe);
+                // Lines of any bytes, each cut at MAX_LINE (a step that prints without a
+                // newline never grows the console's memory); a step's output is shown, never
+                // trusted.
                 let mut buffer = Vec::new();
-                // Lines of any bytes; a step's output is shown, never trusted.
-                while reader.read_until(b'\n', &mut buffer).is_ok_and(|n| n > 0) {
-                    let text = String::from_utf8_lossy(&buffer);
-                    line(text.trim_end_matches(['\n', '\r']));
+                loop {
                     buffer.clear();
+                    let read = (&mut reader)
+                        .take(MAX_LINE as u64)
+                        .read_until(b'\n', &mut buffer);
+                    match read {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            let text = String::from_utf8_lossy(&buffer);
+                            line(text.trim_end_matches(['\n', '\r']));
+                        }
+                    }
                 }
             })
         })

@@ -37,7 +37,7 @@ pub struct Network<'a> {
 
 /// What of the host's /etc a run may read. The rest (shadow, gshadow, ssh host keys, daemon
 /// configs) stays unreadable even though the run's user namespace maps the console's user.
-pub(super) const ETC_READABLE: &[&str] = &[
+const ETC_READABLE: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
@@ -63,7 +63,7 @@ pub(super) const ETC_READABLE: &[&str] = &[
 const MIB: u64 = 1024 * 1024;
 const EPERM: i32 = 1;
 /// Syscalls a program never needs and an escape would: refused with EPERM.
-pub(super) const DENIED_SYSCALLS: &[&str] = &[
+const DENIED_SYSCALLS: &[&str] = &[
     "mount",
     "umount2",
     "pivot_root",
@@ -124,6 +124,82 @@ fn interpreter(config: &LocalConfig, language: Language) -> &str {
     }
 }
 
+/// What every sandbox of this host shares, the run's and the build's: the host's root
+/// read-only (only /bin, /etc, /lib*, /sbin and /usr are visible), its own network namespace
+/// (loopback alone) unless it runs on an allow-list (then it shares the forking thread's, whose
+/// one way out is the console's TUN, and reads the network files), its own IPC and UTS
+/// namespaces, a fresh /dev and /tmp.
+pub(super) fn base_container(
+    hostname: &str,
+    network: Option<&NetworkFiles>,
+) -> Result<Container, String> {
+    let mut container = Container::new();
+    container
+        .rootfs("/")
+        .map_err(|e| format!("cannot prepare the sandbox root: {e}"))?;
+    if network.is_none() {
+        container.unshare(Namespace::Network);
+    }
+    container
+        .unshare(Namespace::Ipc)
+        .unshare(Namespace::Uts)
+        .hostname(hostname)
+        .devfsmount("/dev")
+        .tmpfsmount("/tmp");
+    if let Some(files) = network {
+        container.bindmount_ro(&files.dir().to_string_lossy(), egress::files::MOUNT_POINT);
+        container.bindmount_ro(&files.resolv_conf().to_string_lossy(), "/etc/resolv.conf");
+        container.bindmount_ro(&files.hosts().to_string_lossy(), "/etc/hosts");
+    }
+    Ok(container)
+}
+
+/// The landlock rules every sandbox starts from: no TCP bind, no TCP connect at all without
+/// network (on an allow-list every connect() must reach the console, which decides and logs
+/// it; a landlock refusal would go unseen), read and execute on the system folders, the
+/// readable part of /etc and `readable` (paths that exist in the sandbox), the network files
+/// when on an allow-list, and full access to `writable` (with /tmp and /dev).
+pub(super) fn base_ruleset(
+    readable: &[&str],
+    writable: &[&str],
+    network: Option<&NetworkFiles>,
+) -> Ruleset {
+    let mut ruleset = Ruleset::default();
+    ruleset.restrict(Resource::FS, CompatMode::Relax);
+    ruleset.restrict(Resource::NET_TCP_BIND, CompatMode::Relax);
+    if network.is_none() {
+        ruleset.restrict(Resource::NET_TCP_CONNECT, CompatMode::Relax);
+    }
+    let read_exec = FsAccess::R | FsAccess::X;
+    let system = ["/bin", "/lib", "/lib64", "/sbin", "/usr", "/proc"];
+    for path in system.iter().chain(ETC_READABLE) {
+        if Path::new(path).exists() {
+            ruleset.allow_path(path, read_exec);
+        }
+    }
+    for path in readable {
+        ruleset.allow_path(path, read_exec);
+    }
+    if network.is_some() {
+        ruleset.allow_path(egress::files::MOUNT_POINT, FsAccess::R);
+        ruleset.allow_path("/etc/resolv.conf", FsAccess::R);
+    }
+    let read_write = FsAccess::R | FsAccess::W | FsAccess::X;
+    for path in ["/tmp", "/dev"].iter().chain(writable) {
+        ruleset.allow_path(path, read_write);
+    }
+    ruleset
+}
+
+/// The seccomp filter every sandbox runs under: [`DENIED_SYSCALLS`] refused with EPERM.
+pub(super) fn denied_syscalls() -> Filter {
+    let mut filter = Filter::new(Action::Allow);
+    for syscall in DENIED_SYSCALLS {
+        filter.add_rule(Action::Errno(EPERM), syscall);
+    }
+    filter
+}
+
 /// A container whose `/workspace` is a fresh tmpfs (its files count against the run's memory
 /// limit and never touch the host's disk), with `artifacts_dir` bound at `/workspace/artifacts`
 /// when the run's files are to come back.
@@ -135,24 +211,8 @@ fn container(
     timeout: Duration,
     network: Option<&NetworkFiles>,
 ) -> Result<Container, String> {
-    let mut container = Container::new();
-    // /bin, /etc, /lib*, /sbin and /usr only, read-only; nothing else of the host is visible.
-    container
-        .rootfs("/")
-        .map_err(|e| format!("cannot prepare the sandbox root: {e}"))?;
-    // On an allow-list the run shares the namespace of the thread that forks it: a fresh one
-    // whose only way out is the console's TUN (see [`run`]); otherwise a namespace of its own
-    // with loopback alone.
-    if network.is_none() {
-        container.unshare(Namespace::Network);
-    }
-    container
-        .unshare(Namespace::Ipc)
-        .unshare(Namespace::Uts)
-        .hostname("sandbox")
-        .devfsmount("/dev")
-        .tmpfsmount("/tmp")
-        .tmpfsmount("/workspace");
+    let mut container = base_container("sandbox", network)?;
+    container.tmpfsmount("/workspace");
     if let Some(dir) = artifacts_dir {
         container.bindmount_rw(
             &dir.to_string_lossy(),
@@ -161,10 +221,6 @@ fn container(
     }
     if let Some(mount) = mount {
         container.bindmount_ro(&mount.dir.to_string_lossy(), environment::MOUNT_POINT);
-    }
-    if let Some(files) = network {
-        container.bindmount_ro(&files.dir().to_string_lossy(), egress::files::MOUNT_POINT);
-        container.bindmount_ro(&files.resolv_conf().to_string_lossy(), "/etc/resolv.conf");
     }
 
     let cpu_secs = timeout.as_secs() + 1;
@@ -194,39 +250,12 @@ fn container(
         container.setrlimit(Rlimit::As, memory as u64, memory as u64);
     }
 
-    let mut ruleset = Ruleset::default();
-    ruleset.restrict(Resource::FS, CompatMode::Relax);
-    ruleset.restrict(Resource::NET_TCP_BIND, CompatMode::Relax);
-    // Without network no connect() is allowed at all. On an allow-list every connect() must
-    // reach the console, which decides and logs it (a landlock refusal would go unseen).
-    if network.is_none() {
-        ruleset.restrict(Resource::NET_TCP_CONNECT, CompatMode::Relax);
-    }
-    let read_exec = FsAccess::R | FsAccess::X;
-    let system = ["/bin", "/lib", "/lib64", "/sbin", "/usr", "/proc"];
-    for path in system.iter().chain(ETC_READABLE) {
-        if Path::new(path).exists() {
-            ruleset.allow_path(path, read_exec);
-        }
-    }
-    if mount.is_some() {
-        ruleset.allow_path(environment::MOUNT_POINT, read_exec);
-    }
-    if network.is_some() {
-        ruleset.allow_path(egress::files::MOUNT_POINT, FsAccess::R);
-        ruleset.allow_path("/etc/resolv.conf", FsAccess::R);
-    }
-    let read_write = FsAccess::R | FsAccess::W | FsAccess::X;
-    for path in ["/tmp", "/workspace", "/dev"] {
-        ruleset.allow_path(path, read_write);
-    }
-    container.landlock_ruleset(ruleset);
-
-    let mut filter = Filter::new(Action::Allow);
-    for syscall in DENIED_SYSCALLS {
-        filter.add_rule(Action::Errno(EPERM), syscall);
-    }
-    container.seccomp_filter(filter);
+    let readable: &[&str] = match mount {
+        Some(_) => &[environment::MOUNT_POINT],
+        None => &[],
+    };
+    container.landlock_ruleset(base_ruleset(readable, &["/workspace"], network));
+    container.seccomp_filter(denied_syscalls());
     Ok(container)
 }
 
