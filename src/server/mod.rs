@@ -7,6 +7,7 @@
 pub mod admin_cli;
 pub mod artifacts;
 pub mod auth;
+mod client_address;
 pub mod config;
 pub mod db;
 pub mod env_cli;
@@ -17,6 +18,7 @@ pub mod history;
 pub mod history_spool;
 pub mod history_writer;
 pub mod metrics;
+mod per_address;
 pub mod probe_cli;
 pub mod routes;
 pub mod sandbox;

@@ -11,7 +11,7 @@ use std::{
     convert::Infallible,
     future::Future,
     io,
-    net::{IpAddr, SocketAddr},
+    net::SocketAddr,
     pin::{pin, Pin},
     sync::{Arc, Mutex},
     task::{Context, Poll},
@@ -34,6 +34,8 @@ use tokio::{
 };
 use tower::ServiceExt;
 use tower_http::timeout::TimeoutBody;
+
+use super::{client_address::client_address, per_address::PerAddress};
 
 /// Connections answered `503` at the same time when the cap is reached; beyond it they are
 /// closed without an answer (each of them holds a descriptor until it is written).
@@ -59,56 +61,6 @@ pub struct Limits {
     pub drain: Duration,
     /// Peers whose `X-Forwarded-For` is believed (see [`client_address`]).
     pub trusted_proxies: Arc<[IpNet]>,
-}
-
-/// One `X-Forwarded-For` entry: an address, with or without a port (`203.0.113.7:4711`,
-/// `[2001:db8::1]:443`, `[2001:db8::1]`), as proxies write them.
-fn forwarded_ip(entry: &str) -> Option<IpAddr> {
-    let entry = entry.trim();
-    entry
-        .parse::<IpAddr>()
-        .ok()
-        .or_else(|| entry.parse::<SocketAddr>().ok().map(|at| at.ip()))
-        .or_else(|| {
-            entry
-                .strip_prefix('[')
-                .and_then(|rest| rest.strip_suffix(']'))
-                .and_then(|ip| ip.parse::<IpAddr>().ok())
-        })
-}
-
-/// The client a request comes from: the TCP peer, unless the peer is a trusted proxy; then
-/// `X-Forwarded-For` is read from its right end (each proxy appends the address it saw) and
-/// the first address that is not a trusted proxy is the client. A forged entry further left
-/// is never reached; an entry that is not an address stops the walk at the last proxy seen.
-/// The client's port is not forwarded: a forwarded address has port 0.
-pub fn client_address(
-    peer: SocketAddr,
-    headers: &http::HeaderMap,
-    trusted: &[IpNet],
-) -> SocketAddr {
-    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(&ip.to_canonical()));
-    if !is_trusted(&peer.ip()) {
-        return peer;
-    }
-    let mut seen = peer.ip();
-    let values = headers
-        .get_all("x-forwarded-for")
-        .iter()
-        .collect::<Vec<_>>();
-    for value in values.into_iter().rev() {
-        let Ok(text) = value.to_str() else { break };
-        for entry in text.rsplit(',') {
-            let Some(ip) = forwarded_ip(entry) else {
-                return SocketAddr::new(seen, 0);
-            };
-            if !is_trusted(&ip) {
-                return SocketAddr::new(ip, 0);
-            }
-            seen = ip;
-        }
-    }
-    SocketAddr::new(seen, if seen == peer.ip() { peer.port() } else { 0 })
 }
 
 /// Raises the soft limit on open descriptors to the hard one and returns it: each
@@ -171,7 +123,9 @@ pub async fn serve(
                 });
             }
         };
-        let Some(held) = per_address.take(peer.ip(), &limits) else {
+        let Some(held) =
+            per_address.take(peer.ip(), &limits.trusted_proxies, limits.max_per_address)
+        else {
             refused(stream);
             continue;
         };
@@ -204,68 +158,29 @@ pub async fn serve(
     Ok(())
 }
 
-/// Connections held per peer address.
-#[derive(Clone, Default)]
-struct PerAddress(Arc<Mutex<std::collections::HashMap<IpAddr, usize>>>);
+/// The most of a refused connection's request head read before it is answered.
+const MAX_REFUSED_HEAD: usize = 16 * 1024;
 
-/// One connection counted against its address; uncounted when dropped.
-struct Held {
-    counts: PerAddress,
-    address: Option<IpAddr>,
-}
-
-impl PerAddress {
-    /// Counts a connection from `address`, or `None` when the address holds its share
-    /// already. A trusted proxy's connections are not counted (its clients are many).
-    fn take(&self, address: IpAddr, limits: &Limits) -> Option<Held> {
-        let address = address.to_canonical();
-        if limits
-            .trusted_proxies
-            .iter()
-            .any(|net| net.contains(&address))
-        {
-            return Some(Held {
-                counts: self.clone(),
-                address: None,
-            });
-        }
-        let mut counts = self.0.lock().expect("per-address lock");
-        let count = counts.entry(address).or_default();
-        if *count >= limits.max_per_address {
-            return None;
-        }
-        *count += 1;
-        Some(Held {
-            counts: self.clone(),
-            address: Some(address),
-        })
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        let Some(address) = self.address else { return };
-        let mut counts = self.counts.0.lock().expect("per-address lock");
-        if let Some(count) = counts.get_mut(&address) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                counts.remove(&address);
-            }
-        }
-    }
-}
-
-/// Answers 503 and closes. What the client sent is read (briefly) before the close: closing
-/// a socket with unread input sends a reset, which can make the client drop the answer.
+/// Answers 503 and closes, within 2 s. The answer follows the request's head: an answer sent
+/// before a client has written its request is one most clients drop as unexpected. What the
+/// client sends after it is read (briefly) before the close: closing a socket with unread
+/// input sends a reset, which can make the client drop the answer.
 async fn refuse(mut stream: TcpStream) {
     let answer = async {
+        let mut buffer = [0u8; 4096];
+        let mut head = Vec::new();
+        while head.len() < MAX_REFUSED_HEAD && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut buffer).await? {
+                0 => break,
+                n => head.extend_from_slice(&buffer[..n]),
+            }
+        }
         stream.write_all(OVERFLOW).await?;
         stream.shutdown().await?;
-        let mut sink = [0u8; 4096];
-        while stream.read(&mut sink).await? > 0 {}
+        while stream.read(&mut buffer).await? > 0 {}
         Ok::<_, io::Error>(())
     };
-    let _ = timeout(Duration::from_secs(1), answer).await;
+    let _ = timeout(Duration::from_secs(2), answer).await;
 }
 
 /// Where a connection is: waiting for a request's headers (since when), serving requests, or
@@ -630,83 +545,5 @@ mod tests {
             .parse()
             .unwrap();
         assert_eq!(body.len(), length);
-    }
-}
-
-#[cfg(test)]
-mod client_address_tests {
-    use super::*;
-
-    fn from(peer: &str, forwarded: &[&str], trusted: &[&str]) -> String {
-        let mut headers = http::HeaderMap::new();
-        for value in forwarded {
-            headers.append("x-forwarded-for", value.parse().unwrap());
-        }
-        let trusted: Vec<IpNet> = trusted.iter().map(|net| net.parse().unwrap()).collect();
-        client_address(peer.parse().unwrap(), &headers, &trusted).to_string()
-    }
-
-    #[test]
-    fn only_a_trusted_proxy_names_the_client() {
-        // No trusted proxies: the header is anyone's to write and is ignored.
-        assert_eq!(
-            from("127.0.0.1:5000", &["203.0.113.7"], &[]),
-            "127.0.0.1:5000"
-        );
-        // A trusted peer: the rightmost address it was not told by another trusted proxy.
-        let proxies = ["127.0.0.0/8", "10.0.0.0/8"];
-        assert_eq!(
-            from("127.0.0.1:5000", &["203.0.113.7"], &proxies),
-            "203.0.113.7:0"
-        );
-        // A client that forges the header gets its own address appended: the forgery is left
-        // of it and never read.
-        assert_eq!(
-            from(
-                "127.0.0.1:5000",
-                &["198.51.100.1, 203.0.113.7, 10.1.2.3"],
-                &proxies
-            ),
-            "203.0.113.7:0"
-        );
-        // Several header lines are one list, in order.
-        assert_eq!(
-            from("127.0.0.1:5000", &["198.51.100.1", "203.0.113.7"], &proxies),
-            "203.0.113.7:0"
-        );
-        // Entries with ports, as some proxies write them.
-        assert_eq!(
-            from("127.0.0.1:5000", &["203.0.113.7:4711"], &proxies),
-            "203.0.113.7:0"
-        );
-        assert_eq!(
-            from(
-                "127.0.0.1:5000",
-                &["[2001:db8::1]:443, 10.0.0.2:80"],
-                &proxies
-            ),
-            "[2001:db8::1]:0"
-        );
-        assert_eq!(
-            from("127.0.0.1:5000", &["[2001:db8::1]"], &proxies),
-            "[2001:db8::1]:0"
-        );
-        // Garbage stops the walk at the last proxy seen.
-        assert_eq!(
-            from("127.0.0.1:5000", &["nonsense, 10.1.2.3"], &proxies),
-            "10.1.2.3:0"
-        );
-        // A trusted peer without the header is itself the client.
-        assert_eq!(from("10.9.9.9:41000", &[], &proxies), "10.9.9.9:41000");
-        // An untrusted peer's header is ignored, whatever it says.
-        assert_eq!(
-            from("192.0.2.1:41000", &["203.0.113.7"], &proxies),
-            "192.0.2.1:41000"
-        );
-        // IPv4 peers seen on a dual-stack socket match IPv4 ranges.
-        assert_eq!(
-            from("[::ffff:127.0.0.1]:5000", &["203.0.113.7"], &proxies),
-            "203.0.113.7:0"
-        );
     }
 }

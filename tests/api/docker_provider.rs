@@ -29,13 +29,17 @@ pub fn docker_cli(args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// Our sandbox containers on the daemon, running or not.
+/// Our sandbox containers on the daemon, running or not: those the consoles of this test
+/// process made (another console on the same daemon, a second test run, has its own).
 pub fn our_containers() -> Vec<String> {
+    let owner = docker::owner_of(std::process::id()).expect("this process's owner label");
     docker_cli(&[
         "ps",
         "-aq",
         "--filter",
         &format!("label={}=1", docker::LABEL_MANAGED),
+        "--filter",
+        &format!("label={}={owner}", docker::LABEL_OWNER),
     ])
     .lines()
     .map(str::to_owned)

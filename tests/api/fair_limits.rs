@@ -60,6 +60,14 @@ async fn one_address_holding_connections_leaves_room_for_everyone_else() {
 
     assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
     assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    // A real client gets that answer too (it arrives after its request, not before).
+    let client = reqwest::Client::new()
+        .get(format!("{}/healthz", app.address))
+        .send()
+        .await
+        .expect("an answer, not a broken connection");
+    assert_eq!(client.status().as_u16(), 503);
+    assert_eq!(client.headers()["retry-after"], "1");
     // Its share comes back as its connections close.
     drop(held);
     let started = Instant::now();

@@ -736,6 +736,9 @@ async fn a_page_burst_against_a_small_database_pool_is_queued_or_refused_never_5
         config.database_connections = 2;
         config.max_page_requests = 2;
         config.page_queue_secs = 3;
+        // 200 at once from this one address: the database pool's queue is under test here,
+        // not the per-address cap (`fair_limits`).
+        config.max_connections_per_address = 256;
     })
     .await;
     app.login().await;

@@ -111,7 +111,7 @@ async fn a_valid_save_persists_audits_and_takes_effect_without_a_restart() {
 
     assert_eq!(
         outcome,
-        json!({ "Saved": { "version": 2, "active": true, "restored_from": null } })
+        json!({ "Saved": { "version": 2, "active": true, "restored_from": null, "warning": null } })
     );
     let card = local_card(&app).await;
     assert_eq!(card["values"]["timeout_secs"], 1);

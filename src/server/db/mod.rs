@@ -8,6 +8,8 @@ pub mod background_job;
 pub mod clock;
 pub mod environment;
 pub mod execution;
+#[cfg(test)]
+mod execution_reads_tests;
 pub mod history_row;
 pub mod login_limit;
 pub mod setting_version;

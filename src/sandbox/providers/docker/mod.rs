@@ -16,7 +16,7 @@ use tokio::sync::OnceCell;
 pub use config::{
     build, build_provider, build_with, schema, DockerConfig, GVISOR_MIN_PIDS, RUNSC_EGRESS,
 };
-pub use engine::{owner_alive, LABEL_MANAGED, LABEL_OWNER, LABEL_POOL};
+pub use engine::{owner_alive, owner_of, LABEL_MANAGED, LABEL_OWNER, LABEL_POOL};
 
 use self::error::DockerError;
 use crate::{
