@@ -161,19 +161,30 @@ pub async fn serve(
 /// The most of a refused connection's request head read before it is answered.
 const MAX_REFUSED_HEAD: usize = 16 * 1024;
 
-/// Answers 503 and closes, within 2 s. The answer follows the request's head: an answer sent
-/// before a client has written its request is one most clients drop as unexpected. What the
-/// client sends after it is read (briefly) before the close: closing a socket with unread
-/// input sends a reset, which can make the client drop the answer.
+/// How long a refused connection's request head is waited for before it is answered anyway:
+/// a client that sends nothing still hears 503 at once.
+const REFUSED_HEAD_WAIT: Duration = Duration::from_millis(500);
+
+/// Answers 503 and closes, within 2 s. The answer follows the request's head when one comes
+/// within half a second: an answer sent before a client has written its request is one most
+/// clients drop as unexpected. What the client sends after it is read (briefly) before the
+/// close: closing a socket with unread input sends a reset, which can make the client drop the
+/// answer.
 async fn refuse(mut stream: TcpStream) {
     let answer = async {
         let mut buffer = [0u8; 4096];
-        let mut head = Vec::new();
-        while head.len() < MAX_REFUSED_HEAD && !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            match stream.read(&mut buffer).await? {
-                0 => break,
-                n => head.extend_from_slice(&buffer[..n]),
+        let head = async {
+            let mut head = Vec::new();
+            while head.len() < MAX_REFUSED_HEAD && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buffer).await? {
+                    0 => break,
+                    n => head.extend_from_slice(&buffer[..n]),
+                }
             }
+            Ok::<_, io::Error>(())
+        };
+        if let Ok(read) = timeout(REFUSED_HEAD_WAIT, head).await {
+            read?;
         }
         stream.write_all(OVERFLOW).await?;
         stream.shutdown().await?;

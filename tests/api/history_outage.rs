@@ -3,9 +3,17 @@
 //! speed once it takes writes again (while runs keep coming), and a stop in the middle of the
 //! backlog keeps them for the next start. On SQLite another process holds the write lock; on
 //! PostgreSQL another session holds the history table locked (writes hang, as on a frozen
-//! server).
+//! server), or the server goes away under runs in flight (its socket closes, as when it is
+//! stopped) and comes back.
 
-use std::time::{Duration, Instant};
+use std::{
+    path::PathBuf,
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, Instant},
+};
 
 use serde_json::{json, Value};
 
@@ -216,6 +224,164 @@ async fn a_backlog_drains_while_runs_keep_coming_and_drops_nothing() {
     assert_eq!(
         metric(&app, &admin, "history_rows_dropped_total ").await,
         0.0
+    );
+    stop.send(()).unwrap();
+    running.await.unwrap().unwrap();
+}
+
+/// A PostgreSQL server that can be stopped and started again, as the console sees it: a
+/// socket of the test's own in front of the real server's. Stopped, every connection through
+/// it is closed and the socket is gone (a connection attempt fails as on a stopped server).
+struct PostgresGate {
+    dir: tempfile::TempDir,
+    server: PathBuf,
+    tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl PostgresGate {
+    /// The gate in front of the server `url` names (`…?host=<socket folder>`).
+    fn new(url: &str) -> PostgresGate {
+        let folder = url
+            .split(['?', '&'])
+            .find_map(|part| part.strip_prefix("host="))
+            .expect("the PostgreSQL URL names its socket folder");
+        let gate = PostgresGate {
+            dir: tempfile::tempdir().unwrap(),
+            server: PathBuf::from(folder).join(".s.PGSQL.5432"),
+            tasks: Arc::default(),
+        };
+        gate.start();
+        gate
+    }
+
+    /// `url` reaching the server through the gate.
+    fn url(&self, url: &str) -> String {
+        let folder = url
+            .split(['?', '&'])
+            .find_map(|part| part.strip_prefix("host="))
+            .unwrap();
+        url.replace(
+            &format!("host={folder}"),
+            &format!("host={}", self.dir.path().display()),
+        )
+    }
+
+    fn start(&self) {
+        let socket = self.dir.path().join(".s.PGSQL.5432");
+        let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+        let (server, tasks) = (self.server.clone(), self.tasks.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let server = server.clone();
+                let forward = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::UnixStream::connect(&server).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                tasks.lock().unwrap().push(forward.abort_handle());
+            }
+        });
+        self.tasks.lock().unwrap().push(accept.abort_handle());
+    }
+
+    fn stop(&self) {
+        for task in self.tasks.lock().unwrap().drain(..) {
+            task.abort();
+        }
+        let _ = std::fs::remove_file(self.dir.path().join(".s.PGSQL.5432"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_stops_under_runs_in_flight_loses_none_of_their_rows() {
+    let Some(server) = std::env::var(crate::helpers::POSTGRES_ENV)
+        .ok()
+        .filter(|url| !url.is_empty())
+    else {
+        eprintln!("skipped on the SQLite pass: a PostgreSQL server that stops");
+        return;
+    };
+    let gate = PostgresGate::new(&server);
+    let (app, stop, running) = spawn_app_stoppable(tempfile::tempdir().unwrap(), |config| {
+        let direct = config.database_url.clone().unwrap();
+        config.database_url = Some(gate.url(&direct));
+    })
+    .await;
+    let key = app.api_key("agent", &["execute"]).await;
+    let answered = Arc::new(AtomicUsize::new(0));
+    let going = Arc::new(AtomicBool::new(true));
+    let stopped = Arc::new(AtomicBool::new(false));
+    // Per stream: a request begun after the stop has ended (so the one in flight at the
+    // stop has too).
+    let past_stop: Arc<[AtomicBool; 4]> = Arc::new(Default::default());
+    let mut streams = Vec::new();
+    for stream in 0..4 {
+        let (app, key) = (app.sibling(), key.clone());
+        let (answered, going) = (answered.clone(), going.clone());
+        let (stopped, past_stop) = (stopped.clone(), past_stop.clone());
+        streams.push(tokio::spawn(async move {
+            let code = "import time\ndef main():\n    time.sleep(0.3)\n    return 'hi'\n";
+            while going.load(Ordering::SeqCst) {
+                let after_stop = stopped.load(Ordering::SeqCst);
+                let status = app
+                    .post_json(
+                        "/api/v1/execute",
+                        &key,
+                        &json!({"language": "python", "code": code}),
+                    )
+                    .await
+                    .status()
+                    .as_u16();
+                if status == 200 {
+                    answered.fetch_add(1, Ordering::SeqCst);
+                }
+                if after_stop {
+                    past_stop[stream].store(true, Ordering::SeqCst);
+                }
+            }
+        }));
+    }
+    // Stopped once runs are flowing: the four in flight then have no database to write to.
+    let started = Instant::now();
+    while answered.load(Ordering::SeqCst) < 8 {
+        assert!(started.elapsed() < Duration::from_secs(60), "runs flow");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    gate.stop();
+    stopped.store(true, Ordering::SeqCst);
+    // Stopped until every run in flight at the stop has answered.
+    let stopping = Instant::now();
+    while !past_stop.iter().all(|past| past.load(Ordering::SeqCst)) {
+        assert!(
+            stopping.elapsed() < Duration::from_secs(60),
+            "runs answer while it is stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    going.store(false, Ordering::SeqCst);
+    for stream in streams {
+        stream.await.unwrap();
+    }
+    let answered = answered.load(Ordering::SeqCst);
+    // The console stops before the database is back: the next start writes what it kept.
+    stop.send(()).unwrap();
+    running.await.unwrap().unwrap();
+    gate.start();
+    let (again, stop, running) = spawn_app_stoppable(app.data_dir, |_| {}).await;
+
+    let waiting = Instant::now();
+    while (rows(&again.pool).await.0 as usize) < answered {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(60),
+            "{answered} runs answered, rows: {:?}",
+            rows(&again.pool).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        rows(&again.pool).await,
+        (answered as i64, answered as i64),
+        "every answered run has its row, once"
     );
     stop.send(()).unwrap();
     running.await.unwrap().unwrap();
