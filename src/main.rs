@@ -2,11 +2,8 @@
 
 use clap::Parser;
 use sandbox_console::server::{
-    admin_cli,
+    cli::{self, exec::ExecArgs},
     config::{Cli, Command},
-    env_cli,
-    gateway_cli::{self, ExecArgs},
-    probe_cli,
     startup::Application,
     telemetry,
 };
@@ -45,16 +42,16 @@ async fn run() -> anyhow::Result<i32> {
             0
         }
         Command::Admin { action } => {
-            admin_cli::run(config, action).await?;
+            cli::admin::run(config, action).await?;
             0
         }
-        Command::Providers { json } => gateway_cli::providers(config, json).await?,
+        Command::Providers { json } => cli::configure::providers(config, json).await?,
         Command::Configure {
             provider,
             set,
             from_env,
             activate,
-        } => gateway_cli::configure(config, &provider, &set, from_env, activate).await?,
+        } => cli::configure::configure(config, &provider, &set, from_env, activate).await?,
         Command::Exec {
             file,
             language,
@@ -69,11 +66,11 @@ async fn run() -> anyhow::Result<i32> {
                 timeout,
                 json,
             };
-            gateway_cli::exec(config, args).await?
+            cli::exec::exec(config, args).await?
         }
-        Command::ApiKey { action } => gateway_cli::api_key(config, action).await?,
-        Command::Env { action } => env_cli::run(config, action).await?,
-        Command::Probe { path, timeout } => probe_cli::run(config, &path, timeout).await,
+        Command::ApiKey { action } => cli::api_key::api_key(config, action).await?,
+        Command::Env { action } => cli::env::run(config, action).await?,
+        Command::Probe { path, timeout } => cli::probe::run(config, &path, timeout).await,
     };
     Ok(code)
 }

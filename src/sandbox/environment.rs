@@ -102,6 +102,9 @@ pub struct BuildContext {
     pub environments: Arc<dyn Catalog>,
     /// Where the console listens: sandboxes on an allow-list never reach these.
     pub console: Vec<std::net::SocketAddr>,
+    /// Where sandboxes keep their host folders while they run (empty: the system's
+    /// temporary folder).
+    pub run_dir: std::path::PathBuf,
 }
 
 impl Default for BuildContext {
@@ -109,6 +112,7 @@ impl Default for BuildContext {
         BuildContext {
             environments: Arc::new(NoEnvironments),
             console: Vec::new(),
+            run_dir: std::path::PathBuf::new(),
         }
     }
 }

@@ -89,7 +89,17 @@ pub trait SandboxProvider: Debug + Send + Sync + 'static {
     /// (containers, remote sessions). Runs in flight may fail afterwards.
     async fn shutdown(&self) {}
 
-    async fn create_instance(&self, language: Language) -> Result<Instance, Error>;
+    /// Where a run of `language` happens. The default suits providers that make a fresh
+    /// sandbox (or lease one from a pool of their own) inside `execute`, so that one that dies
+    /// between the two calls is never handed out: the instance is only a name,
+    /// `<kind>-<language>`.
+    async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
+        Ok(Instance {
+            id: format!("{}-{language}", self.info().kind),
+            language,
+            metadata: serde_json::Map::new(),
+        })
+    }
 
     /// Runs `request` in `instance`. A failing program is `Ok` with a status; `Err` means the
     /// provider itself failed.
@@ -99,5 +109,8 @@ pub trait SandboxProvider: Debug + Send + Sync + 'static {
         request: &ExecRequest,
     ) -> Result<ExecutionResult, Error>;
 
-    async fn destroy_instance(&self, instance: Instance) -> Result<(), Error>;
+    /// Releases `instance`. The default does nothing: see [`Self::create_instance`].
+    async fn destroy_instance(&self, _instance: Instance) -> Result<(), Error> {
+        Ok(())
+    }
 }

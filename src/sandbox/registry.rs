@@ -48,6 +48,12 @@ impl Registry {
         self
     }
 
+    /// Changes what providers are built with from now on, keeping the rest.
+    pub fn update_context(mut self, change: impl FnOnce(&mut BuildContext)) -> Self {
+        change(&mut self.context);
+        self
+    }
+
     pub fn register(mut self, kind: ProviderKind) -> Self {
         self.kinds.push(kind);
         self

@@ -385,6 +385,10 @@ pub struct Config {
     /// other consoles, and nothing is deleted from it.
     #[arg(long, env = "SANDBOX_CONSOLE_ENVIRONMENT_STORE", global = true)]
     pub environment_store: Option<PathBuf>,
+    /// Where local sandboxes keep their private host folders (their artifacts) while they
+    /// run. Default: the system's temporary folder.
+    #[arg(long, env = "SANDBOX_CONSOLE_RUN_DIR", global = true)]
+    pub run_dir: Option<PathBuf>,
     /// The Python whose pip builds environments: the interpreter sandboxes run.
     #[arg(
         long,
@@ -544,6 +548,7 @@ impl std::fmt::Debug for Config {
             .field("database_connections", &self.database_connections)
             .field("trusted_proxies", &self.trusted_proxies)
             .field("environment_store", &self.environment_store)
+            .field("run_dir", &self.run_dir)
             .field("environment_python", &self.environment_python)
             .field("environment_npm", &self.environment_npm)
             .field("package_index", &self.package_index)

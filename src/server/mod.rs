@@ -4,22 +4,21 @@
 //! (repositories), [`history`], [`metrics`], [`secrets`]. [`startup`] builds the
 //! application, [`state`] holds what the doors share, [`serve`] is the accept loop.
 
-pub mod admin_cli;
 pub mod artifacts;
 pub mod auth;
+pub mod cli;
 mod client_address;
+pub mod clock;
 pub mod config;
 pub mod db;
-pub mod env_cli;
+pub mod descriptors;
 pub mod environments;
 pub mod flash;
-pub mod gateway_cli;
 pub mod history;
 pub mod history_spool;
 pub mod history_writer;
 pub mod metrics;
 mod per_address;
-pub mod probe_cli;
 pub mod routes;
 pub mod sandbox;
 pub mod secrets;

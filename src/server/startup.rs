@@ -25,7 +25,7 @@ use crate::{
             session,
         },
         config::Config,
-        db,
+        db, descriptors,
         environments::EnvironmentService,
         history,
         metrics::Metrics,
@@ -61,7 +61,13 @@ impl Application {
     ) -> anyhow::Result<Self> {
         let url = config.database_url();
         require_shared_secret_key(&config)?;
-        let descriptors = serve::raise_descriptor_limit();
+        let run_dir = config.run_dir.clone().unwrap_or_default();
+        if !run_dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(&run_dir)
+                .with_context(|| format!("cannot create the run folder {}", run_dir.display()))?;
+        }
+        let registry = registry.update_context(|context| context.run_dir = run_dir);
+        let descriptors = descriptors::raise_descriptor_limit();
         let pool = open_database(&config).await?;
 
         if let Some(first) = account::ensure_first_admin(
@@ -94,7 +100,10 @@ impl Application {
             idle: Duration::from_secs(config.idle_timeout_secs.max(1)),
             body_stall: Duration::from_secs(config.stall_timeout_secs.max(1)),
             body_total: Duration::from_secs(config.body_timeout_secs.max(1)),
-            max_connections: serve::effective_max_connections(config.max_connections, descriptors),
+            max_connections: descriptors::effective_max_connections(
+                config.max_connections,
+                descriptors,
+            ),
             max_per_address: config.max_connections_per_address.max(1),
             // Runs are cancelled at the grace; their answers (and the rest) get a little more.
             drain: Duration::from_secs(config.shutdown_grace_secs) + DRAIN_AFTER_GRACE,

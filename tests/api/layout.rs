@@ -4,7 +4,9 @@
 //!   it down to its own parts, are not edges);
 //! - only the doors (`server/routes/`) and the host around them (`startup`, `serve`, `state`)
 //!   touch axum, and no service refers to `AppState`;
-//! - providers never touch axum or leptos; the UI never touches bollard, sqlx or reqwest.
+//! - providers never touch axum or leptos; the UI never touches bollard, sqlx or reqwest;
+//! - one idea per file: no file under `src/` is over 600 lines (inline tests count: a long
+//!   test module goes to a file of its own).
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -190,6 +192,48 @@ impl<'ast> Visit<'ast> for Refs<'_> {
 }
 
 /// Every file under `src/`, parsed once for all the tests here.
+/// The most lines a file under `src/` may have.
+const MAX_LINES: usize = 600;
+
+/// Files under `src/` longer than [`MAX_LINES`], with their lengths.
+fn overlong_files(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut long: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let lines = std::fs::read_to_string(file).unwrap().lines().count();
+            (lines > MAX_LINES).then(|| format!("{} ({lines} lines)", file.display()))
+        })
+        .collect();
+    long.sort();
+    long
+}
+
+#[test]
+fn no_file_under_src_is_over_600_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    assert_eq!(
+        overlong_files(&src),
+        Vec::<String>::new(),
+        "split these into files of one idea each"
+    );
+}
+
+#[test]
+fn the_length_check_sees_a_long_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("short.rs"), "fn a() {}\n".repeat(MAX_LINES)).unwrap();
+    std::fs::write(
+        dir.path().join("long.rs"),
+        "fn a() {}\n".repeat(MAX_LINES + 1),
+    )
+    .unwrap();
+    let long = overlong_files(dir.path());
+    assert_eq!(long.len(), 1, "{long:?}");
+    assert!(long[0].ends_with("long.rs (601 lines)"), "{long:?}");
+}
+
 fn read_sources() -> &'static [SourceFile] {
     static SOURCES: std::sync::OnceLock<Vec<SourceFile>> = std::sync::OnceLock::new();
     SOURCES.get_or_init(parse_sources)

@@ -23,6 +23,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+pub use crate::server::clock::Clock;
+
 /// Beyond this many tracked keys, keys with nothing left inside the window are dropped.
 const MAX_KEYS: usize = 10_000;
 /// Addresses remembered per account as ones it signed in from.
@@ -39,6 +41,7 @@ pub struct LoginLimiter {
     per_account: u32,
     window: Duration,
     state: Mutex<State>,
+    clock: Clock,
 }
 
 #[derive(Debug, Default)]
@@ -63,7 +66,14 @@ impl LoginLimiter {
             per_account,
             window,
             state: Mutex::default(),
+            clock: Clock::default(),
         }
+    }
+
+    /// The limiter reading the time from `clock` (tests move one by hand).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Starts a sign-in attempt: `Err(retry_after)` when this address may not try this
@@ -73,7 +83,7 @@ impl LoginLimiter {
     /// tell the two apart (an address adds per-name keys only until its own limit stops it).
     pub fn begin(&self, account: &str, address: IpAddr) -> Result<Attempt<'_>, Duration> {
         let account: String = account.chars().take(MAX_ACCOUNT_CHARS).collect();
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut state = self.state.lock().expect("limiter lock");
         if let Some(wait) = self.wait(&mut state, &account, address, now) {
             return Err(wait.max(Duration::from_secs(1)));
@@ -170,7 +180,7 @@ impl Attempt<'_> {
     /// from. The address' count and the account's count from everywhere keep their other
     /// entries: one good password must not reset a guesser's budget.
     pub fn succeeded(self) {
-        let now = Instant::now();
+        let now = self.limiter.clock.now();
         let (account, address) = (self.account, self.address);
         let mut state = self.limiter.state.lock().expect("limiter lock");
         state.take_back(&self.keys, self.at);
@@ -332,7 +342,7 @@ impl SharedLoginLimiter {
     ) -> Result<Result<SharedAttempt, Duration>, sqlx::Error> {
         use crate::server::db::{clock, login_limit};
         let account: String = account.chars().take(MAX_ACCOUNT_CHARS).collect();
-        let (now, now_ms) = (Instant::now(), clock::unix_millis());
+        let (now, now_ms) = (self.rule.clock.now(), clock::unix_millis());
         let all = [
             Key::Pair(account.clone(), address),
             Key::Address(address),
@@ -407,191 +417,5 @@ impl SharedLoginLimiter {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const HOME: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
-    const AWAY: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 7));
-
-    fn address(n: u8) -> IpAddr {
-        IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, n))
-    }
-
-    /// A wrong password: the attempt is dropped, so it stays counted.
-    fn fail(limiter: &LoginLimiter, account: &str, from: IpAddr) -> Result<(), Duration> {
-        limiter.begin(account, from).map(drop)
-    }
-
-    fn succeed(limiter: &LoginLimiter, account: &str, from: IpAddr) -> Result<(), Duration> {
-        limiter.begin(account, from).map(Attempt::succeeded)
-    }
-
-    /// Two consoles on one database (as replicas are): failures counted by either count for
-    /// both, with the same rule as in memory.
-    #[tokio::test]
-    async fn consoles_sharing_a_database_share_the_sign_in_counts() {
-        let (_dir, pool) = crate::server::db::scratch().await;
-        let rule = || LoginLimiter::new(3, 100, 100, Duration::from_secs(60));
-        let one = SignInLimits::Shared(SharedLoginLimiter::new(rule(), pool.clone()));
-        let two = SignInLimits::Shared(SharedLoginLimiter::new(rule(), pool.clone()));
-
-        for limiter in [&one, &two, &one] {
-            drop(limiter.begin("alice", AWAY).await.unwrap());
-        }
-        match two.begin("alice", AWAY).await {
-            Err(Refusal::Wait(wait)) => assert!(
-                wait > Duration::from_secs(58) && wait <= Duration::from_secs(60),
-                "{wait:?}"
-            ),
-            other => panic!("the fourth failure from AWAY is refused: {other:?}"),
-        }
-        // Another address is not affected, and a success there takes nothing back from AWAY.
-        one.begin("alice", HOME).await.unwrap().succeeded().await;
-        assert!(matches!(
-            one.begin("alice", AWAY).await,
-            Err(Refusal::Wait(_))
-        ));
-        // Withdrawn attempts are not failures.
-        for _ in 0..5 {
-            two.begin("bob", HOME).await.unwrap().withdrawn().await;
-        }
-        assert!(one.begin("bob", HOME).await.is_ok());
-    }
-
-    #[test]
-    fn an_address_locks_itself_out_of_an_account_and_nobody_else() {
-        let limiter = LoginLimiter::new(3, 100, 100, Duration::from_secs(60));
-        for _ in 0..3 {
-            assert!(fail(&limiter, "alice", AWAY).is_ok());
-        }
-        let wait = fail(&limiter, "alice", AWAY).unwrap_err();
-        assert!(
-            wait > Duration::from_secs(58) && wait <= Duration::from_secs(60),
-            "{wait:?}"
-        );
-        assert!(
-            succeed(&limiter, "alice", HOME).is_ok(),
-            "the account is still open from another address"
-        );
-        assert!(fail(&limiter, "bob", AWAY).is_ok());
-    }
-
-    #[test]
-    fn attempts_in_flight_count_before_their_outcome_is_known() {
-        let limiter = LoginLimiter::new(3, 100, 100, Duration::from_secs(60));
-        let pending: Vec<_> = (0..3)
-            .map(|_| limiter.begin("alice", AWAY).unwrap())
-            .collect();
-
-        let fourth = limiter.begin("alice", AWAY);
-
-        assert!(
-            fourth.is_err(),
-            "three concurrent guesses use up the budget"
-        );
-        drop(fourth);
-        pending.into_iter().next().unwrap().succeeded();
-        assert!(
-            succeed(&limiter, "alice", AWAY).is_ok(),
-            "a right password clears the pair"
-        );
-    }
-
-    #[test]
-    fn address_locks_after_its_limit_across_accounts() {
-        let limiter = LoginLimiter::new(100, 4, 100, Duration::from_secs(60));
-        for n in 0..4 {
-            fail(&limiter, &format!("user{n}"), HOME).unwrap();
-        }
-        assert!(fail(&limiter, "someone-new", HOME).is_err());
-        assert!(fail(&limiter, "someone-new", AWAY).is_ok());
-    }
-
-    #[test]
-    fn made_up_and_real_names_are_refused_alike_and_an_address_stops_adding_names() {
-        // The 2026-12-06 probe told existing names from made-up ones by when the 429 came.
-        let limiter = LoginLimiter::new(5, 20, 100, Duration::from_secs(900));
-        for name in ["admin", "nobody-here"] {
-            for _ in 0..5 {
-                fail(&limiter, name, AWAY).unwrap();
-            }
-            assert!(
-                fail(&limiter, name, AWAY).is_err(),
-                "{name}: the sixth is refused"
-            );
-        }
-        // The address' own limit (20) caps how many names it can add keys for.
-        let mut added = 0;
-        for n in 0..100 {
-            if fail(&limiter, &format!("spray{n}"), HOME).is_ok() {
-                added += 1;
-            }
-        }
-        assert_eq!(added, 20);
-        let state = limiter.state.lock().unwrap();
-        assert!(
-            state.failures.len() <= 2 * 3 + 20 * 2 + 1,
-            "{}",
-            state.failures.len()
-        );
-    }
-
-    #[test]
-    fn past_the_account_ceiling_unknown_addresses_back_off_and_known_ones_do_not() {
-        let limiter = LoginLimiter::new(5, 100, 4, Duration::from_secs(900));
-        succeed(&limiter, "admin", HOME).unwrap();
-        for n in 0..4 {
-            fail(&limiter, "admin", address(n)).unwrap();
-        }
-        assert!(
-            limiter.begin("admin", address(50)).is_ok(),
-            "at the ceiling, not past it"
-        );
-        let first = fail(&limiter, "admin", address(51)).unwrap_err();
-        assert_eq!(first, Duration::from_secs(1));
-        std::thread::sleep(Duration::from_millis(1100));
-        fail(&limiter, "admin", address(5)).unwrap();
-        let third = fail(&limiter, "admin", address(52)).unwrap_err();
-        assert!(
-            third > Duration::from_secs(1) && third <= Duration::from_secs(2),
-            "doubles with each failure past the ceiling: {third:?}"
-        );
-        assert!(
-            succeed(&limiter, "admin", HOME).is_ok(),
-            "the address the admin signed in from is never throttled by strangers"
-        );
-    }
-
-    #[test]
-    fn the_backoff_never_exceeds_the_window() {
-        let limiter = LoginLimiter::new(1000, 1000, 1, Duration::from_secs(60));
-        for n in 0..40 {
-            let _ = fail(&limiter, "admin", address(n));
-        }
-        limiter.state.lock().unwrap().failures.insert(
-            Key::Account("admin".into()),
-            std::iter::repeat_n(Instant::now(), 40).collect(),
-        );
-        let wait = fail(&limiter, "admin", AWAY).unwrap_err();
-        assert!(wait <= Duration::from_secs(60), "{wait:?}");
-    }
-
-    #[test]
-    fn failures_expire_with_the_window_and_success_clears_the_pair() {
-        let limiter = LoginLimiter::new(1, 100, 100, Duration::from_millis(30));
-        fail(&limiter, "alice", HOME).unwrap();
-        assert!(fail(&limiter, "alice", HOME).is_err());
-        std::thread::sleep(Duration::from_millis(40));
-        assert!(succeed(&limiter, "alice", HOME).is_ok());
-
-        limiter.state.lock().unwrap().failures.insert(
-            Key::Pair("carol".into(), HOME),
-            VecDeque::from([Instant::now()]),
-        );
-        let _ = succeed(&limiter, "carol", AWAY);
-        assert!(
-            fail(&limiter, "carol", HOME).is_err(),
-            "success elsewhere forgives nothing here"
-        );
-    }
-}
+#[path = "rate_limit_tests.rs"]
+mod tests;

@@ -26,7 +26,7 @@ pub async fn record(
     action: &str,
     changed_keys: &[String],
 ) -> Result<(), sqlx::Error> {
-    insert(
+    record_with_detail(
         db,
         actor,
         setting,
@@ -47,23 +47,11 @@ pub async fn record_event(
     action: &str,
     detail: &Map<String, Value>,
 ) -> Result<(), sqlx::Error> {
-    insert(db, actor, setting, provider, action, &[], detail).await
+    record_with_detail(db, actor, setting, provider, action, &[], detail).await
 }
 
 /// A change that says more than its keys (an activation despite a failed health check).
 pub async fn record_with_detail(
-    db: impl AnyExecutor<'_>,
-    actor: &str,
-    setting: &str,
-    provider: Option<&str>,
-    action: &str,
-    changed_keys: &[String],
-    detail: &Map<String, Value>,
-) -> Result<(), sqlx::Error> {
-    insert(db, actor, setting, provider, action, changed_keys, detail).await
-}
-
-async fn insert(
     db: impl AnyExecutor<'_>,
     actor: &str,
     setting: &str,

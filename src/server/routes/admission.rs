@@ -47,8 +47,7 @@ impl PageAdmission {
 
 /// Paths that are not page work.
 fn exempt(path: &str) -> bool {
-    crate::server::routes::api::owns(path)
-        || matches!(path, "/healthz" | "/readyz" | "/metrics")
+    matches!(path, "/healthz" | "/readyz" | "/metrics")
         || path.starts_with("/pkg/")
         || path.starts_with("/favicon")
 }

@@ -1,8 +1,7 @@
 //! The gate in front of every route: public paths pass, everything else needs a signed-in
 //! admin. Anonymous page visits are sent to the sign-in page (and back afterwards); anonymous
 //! server-function calls get 401. Signed-in requests carry an `AdminInfo` extension.
-//! The key-authenticated API (`/api/*`, `/run`) passes on: each of its handlers checks the
-//! API key (or, for the OpenAPI document, the admin extension) itself.
+//! (The key-authenticated API has a router of its own, outside this gate: `routes::api`.)
 
 use axum::{
     extract::{Request, State},
@@ -14,7 +13,7 @@ use axum::{
 use serde_json::json;
 use tower_sessions::Session;
 
-use super::{api, assets};
+use super::assets;
 use crate::server::{
     auth::{origin::OriginPolicy, session},
     state::AppState,
@@ -55,7 +54,7 @@ pub async fn gate(
 }
 
 async fn admit(state: AppState, session: Session, mut request: Request, next: Next) -> Response {
-    if !is_safe_method(request.method()) && !same_origin(&state.origin, request.headers()) {
+    if !allowed_origin(&state.origin, request.method(), request.headers()) {
         return (StatusCode::FORBIDDEN, "cross-origin request refused").into_response();
     }
     let path = request.uri().path().to_owned();
@@ -77,11 +76,9 @@ async fn admit(state: AppState, session: Session, mut request: Request, next: Ne
     match admin {
         // Signed-in admins have nothing to do on the sign-in page.
         Some(_) if path == "/login" => Redirect::to("/").into_response(),
-        // The key-authenticated API and /metrics are not a session's to use before its
-        // generated password is replaced: they pass on without it, as for anyone.
-        Some(admin) if admin.must_change_password && (api::owns(&path) || path == "/metrics") => {
-            next.run(request).await
-        }
+        // /metrics is not a session's to use before its generated password is replaced: it
+        // passes on without it, as for anyone (an admin key still opens it).
+        Some(admin) if admin.must_change_password && path == "/metrics" => next.run(request).await,
         // A generated password is replaced before anything else.
         Some(admin) if admin.must_change_password && !open_before_password_change(&path) => {
             if is_api(&path) {
@@ -97,10 +94,8 @@ async fn admit(state: AppState, session: Session, mut request: Request, next: Ne
             request.extensions_mut().insert(admin);
             next.run(request).await
         }
-        // The API and /metrics check an API key (or the admin extension) themselves.
-        None if path == "/login" || api::owns(&path) || path == "/metrics" => {
-            next.run(request).await
-        }
+        // /metrics checks an API key (or the admin extension) itself.
+        None if path == "/login" || path == "/metrics" => next.run(request).await,
         None if is_api(&path) => unauthenticated(),
         None if matches!(*request.method(), Method::GET | Method::HEAD) => {
             let target = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
@@ -175,6 +170,12 @@ pub fn login_url(error: Option<&str>, next: &str) -> String {
         ));
     }
     url
+}
+
+/// Whether a request may go on as far as where it comes from is concerned: safe methods
+/// always, others only from the console's own origin (or from clients that name none).
+pub fn allowed_origin(policy: &OriginPolicy, method: &Method, headers: &HeaderMap) -> bool {
+    is_safe_method(method) || same_origin(policy, headers)
 }
 
 fn is_safe_method(method: &Method) -> bool {

@@ -66,35 +66,47 @@ pub fn request_nonce(parts: &http::request::Parts) -> Option<Nonce> {
 /// reach a locked or full database, say) becomes a page that says what happened, instead of
 /// a blank 500. Answers that carry a body keep it.
 pub async fn explain_empty_errors(request: Request, next: Next) -> Response {
-    use http_body::Body as _;
-    let api = crate::server::routes::api::owns(request.uri().path());
     let response = next.run(request).await;
-    if !response.status().is_server_error() || response.body().size_hint().exact() != Some(0) {
+    let Some(status) = empty_error(&response) else {
         return response;
-    }
-    let status = response.status();
-    tracing::error!(%status, "an error answer had no body; answering with an error page");
-    let mut answer = if api {
-        (
-            status,
-            [(header::CONTENT_TYPE, "application/json")],
-            r#"{"error":{"kind":"unavailable","message":"the console could not complete the request; retry"}}"#,
-        )
-            .into_response()
-    } else {
-        return notice_page(
-            status,
-            "Something went wrong",
-            "The console could not complete this request (its database may be busy or full). \
-             Try again in a moment; if it keeps happening, check the console's log and \
-             <code>/readyz</code>.",
-            "5",
-        );
     };
+    notice_page(
+        status,
+        "Something went wrong",
+        "The console could not complete this request (its database may be busy or full). \
+         Try again in a moment; if it keeps happening, check the console's log and \
+         <code>/readyz</code>.",
+        "5",
+    )
+}
+
+/// [`explain_empty_errors`] for the API: the explanation in its JSON error shape.
+pub async fn explain_empty_api_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let Some(status) = empty_error(&response) else {
+        return response;
+    };
+    let mut answer = (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        r#"{"error":{"kind":"unavailable","message":"the console could not complete the request; retry"}}"#,
+    )
+        .into_response();
     answer
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     answer
+}
+
+/// The status of a server error that came without a body.
+fn empty_error(response: &Response) -> Option<http::StatusCode> {
+    use http_body::Body as _;
+    let status = response.status();
+    if !status.is_server_error() || response.body().size_hint().exact() != Some(0) {
+        return None;
+    }
+    tracing::error!(%status, "an error answer had no body; answering with an explanation");
+    Some(status)
 }
 
 /// A minimal HTML page for an answer the app itself cannot render (no scripts, fixed text:

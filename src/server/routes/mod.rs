@@ -35,18 +35,21 @@ use crate::{
     server::state::AppState,
 };
 
-/// Every route of the main address, with its middleware: the gate, sessions, page admission
-/// and the headers every answer carries.
+/// Every route of the main address: the pages behind their middleware (the gate, sessions,
+/// page admission), the API beside them behind its own (`api::router`), and the headers
+/// every answer carries.
 pub fn router(
     state: AppState,
     api_max_body_bytes: usize,
     sessions: SessionManagerLayer<crate::server::auth::session::Store>,
     admission: PageAdmission,
 ) -> Router {
-    let routed = routes(state, api_max_body_bytes)
+    let api = api::router(state.clone(), api_max_body_bytes, sessions.clone());
+    let pages = routes(state, api_max_body_bytes)
         .layer(sessions)
-        .layer(middleware::from_fn_with_state(admission, admission::admit));
-    add_outer_layers(routed)
+        .layer(middleware::from_fn_with_state(admission, admission::admit))
+        .layer(middleware::from_fn(headers::explain_empty_errors));
+    add_outer_layers(pages.merge(api))
 }
 
 /// `--metrics-listen`: `/metrics` without authentication, nothing else.
@@ -69,9 +72,7 @@ fn routes(state: AppState, api_max_body_bytes: usize) -> Router<()> {
         let options = state.leptos_options.clone();
         move || shell(options.clone())
     };
-    let (api, _) = api::routes(api_max_body_bytes);
     Router::new()
-        .merge(api)
         .route("/readyz", get(health::readyz))
         .route("/admin/history/export.csv", get(exports::export_csv))
         .route("/admin/history/export.json", get(exports::export_json))
@@ -108,7 +109,6 @@ fn provide_request_context(state: AppState) {
 
 fn add_outer_layers(router: Router) -> Router {
     router
-        .layer(middleware::from_fn(headers::explain_empty_errors))
         .layer(middleware::from_fn(headers::content_security_policy))
         .layer(middleware::from_fn(headers::no_store_by_default))
         .layer(SetResponseHeaderLayer::if_not_present(
@@ -131,9 +131,6 @@ fn add_outer_layers(router: Router) -> Router {
 async fn fallback(State(state): State<AppState>, request: Request) -> Response {
     if let Some(file) = assets::serve(request.uri().path(), request.headers()) {
         return file;
-    }
-    if api::owns(request.uri().path()) {
-        return api::not_found().await.into_response();
     }
     let options = state.leptos_options.clone();
     let render = leptos_axum::render_app_async_with_context(

@@ -27,7 +27,7 @@ pub use stored::{Gate, DEFAULT_KIND, PROVIDER_TYPE};
 
 use crate::{
     model::{provider::ProviderInfo, schema::ConfigSchema},
-    sandbox::{environment::BuildContext, registry::Registry},
+    sandbox::registry::Registry,
     server::{
         db::system_setting::{self, SettingError},
         environments::catalog::StoreCatalog,
@@ -86,16 +86,12 @@ impl SandboxService {
         environments: Option<Arc<StoreCatalog>>,
         console: Vec<std::net::SocketAddr>,
     ) -> Result<Self, SettingError> {
-        let registry = match &environments {
-            Some(catalog) => registry.with_context(BuildContext {
-                environments: catalog.clone(),
-                console,
-            }),
-            None => registry.with_context(BuildContext {
-                console,
-                ..BuildContext::default()
-            }),
-        };
+        let registry = registry.update_context(|context| {
+            if let Some(catalog) = &environments {
+                context.environments = catalog.clone();
+            }
+            context.console = console;
+        });
         let service = SandboxService {
             environments,
             history: HistoryWriter::new(pool.clone()),

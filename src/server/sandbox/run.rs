@@ -128,12 +128,9 @@ impl SandboxService {
         );
         let task = self.runs.tracker.spawn(async move {
             let deadline = provider.run_deadline(&request);
-            let run = tokio::time::timeout(deadline, run_once(provider.as_ref(), &request));
-            let outcome = tokio::select! {
-                biased;
-                () = service.runs.cancel.cancelled() => Err(SandboxError::ShuttingDown),
-                finished = run => finished.unwrap_or(Err(SandboxError::Timeout(deadline))),
-            };
+            let outcome = service
+                .attempt(&kind, provider.as_ref(), &request, deadline, deadline)
+                .await;
             provider.shutdown().await;
             service.record(&caller, &kind, &request, &outcome).await;
             outcome.map(|result| Run {
@@ -170,17 +167,9 @@ impl SandboxService {
             // One outer deadline for the whole run, handovers included.
             let deadline = *deadline.get_or_insert_with(|| provider.run_deadline(request));
             let left = deadline.saturating_sub(started.elapsed());
-            let run = tokio::time::timeout(left, run_once(provider.as_ref(), request));
-            // Cancelling or timing out drops the run's future: the providers' drop guards
-            // then kill and remove its sandbox.
-            let outcome = tokio::select! {
-                biased;
-                () = self.runs.cancel.cancelled() => Err(SandboxError::ShuttingDown),
-                finished = run => finished.unwrap_or_else(|_| {
-                    tracing::warn!(%kind, ?deadline, "a run outlived its outer deadline; abandoned");
-                    Err(SandboxError::Timeout(deadline))
-                }),
-            };
+            let outcome = self
+                .attempt(&kind, provider.as_ref(), request, deadline, left)
+                .await;
             // Waited for a sandbox of a provider that a save replaced: nothing ran, so the
             // run goes to the new one (as often as saves come, within the deadline).
             if matches!(outcome, Err(SandboxError::Retired)) && started.elapsed() < deadline {
@@ -197,6 +186,28 @@ impl SandboxService {
             provider: kind,
             result,
         })
+    }
+
+    /// One try of `request` on `provider` with `left` of the run's outer `deadline` to go:
+    /// cancelled when the console stops, abandoned past the deadline. Either drops the run's
+    /// future, and the providers' drop guards then kill and remove its sandbox.
+    async fn attempt(
+        &self,
+        kind: &str,
+        provider: &dyn SandboxProvider,
+        request: &ExecRequest,
+        deadline: Duration,
+        left: Duration,
+    ) -> Result<ExecutionResult, SandboxError> {
+        let run = tokio::time::timeout(left, run_once(provider, request));
+        tokio::select! {
+            biased;
+            () = self.runs.cancel.cancelled() => Err(SandboxError::ShuttingDown),
+            finished = run => finished.unwrap_or_else(|_| {
+                tracing::warn!(%kind, ?deadline, "a run outlived its outer deadline; abandoned");
+                Err(SandboxError::Timeout(deadline))
+            }),
+        }
     }
 
     /// Stops taking runs and gives those in flight up to `grace` to finish; then cancels the

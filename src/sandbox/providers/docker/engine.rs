@@ -1,11 +1,11 @@
 //! Everything the provider asks of dockerd, through bollard: the connection (negotiated
 //! lazily, so a daemon that is down is a health problem, not a config error), hardened
 //! containers, one run as one exec with its files sent on stdin, deadlines and output caps
-//! enforced from here by killing through the API, artifacts, and the reuse-mode wipe.
+//! enforced from here by killing through the API, and the reuse-mode wipe.
 
 use std::{
     collections::HashMap,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant, SystemTime},
 };
 
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine as _};
@@ -13,30 +13,26 @@ use bollard::{
     exec::{CreateExecOptions, StartExecOptions, StartExecResults},
     models::{ContainerCreateBody, HostConfig},
     query_parameters::{
-        EventsOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
-        RemoveContainerOptionsBuilder,
+        KillContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
     },
     Docker, API_DEFAULT_VERSION,
 };
 use futures_util::StreamExt;
-use serde::Deserialize;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
 use super::{config::DockerConfig, DockerError};
 use crate::{
-    model::execution::{Artifact, Language},
+    model::execution::Language,
     sandbox::{
         egress::{self, files::NetworkFiles},
         environment::{self, Mount},
-        runner::{self, ArtifactFile, ArtifactLimits, Job},
+        runner::Job,
     },
 };
 
 const BOOT_PY: &str = include_str!("scripts/boot.py");
 const BOOT_JS: &str = include_str!("scripts/boot.js");
-const COLLECT_PY: &str = include_str!("scripts/collect.py");
-const COLLECT_JS: &str = include_str!("scripts/collect.js");
 const CLEAN_SH: &str = include_str!("scripts/clean.sh");
 
 /// Label on every container this provider creates.
@@ -96,45 +92,6 @@ impl Engine {
         *slot = Some(docker.clone());
         Ok(docker)
     }
-}
-
-/// This process, as written in [`LABEL_OWNER`]: `host/pid:start-time` (the start time so a
-/// reused pid is not mistaken for us, the host so consoles on other machines sharing a daemon
-/// over TCP are never judged by our process table).
-pub fn owner_of(pid: u32) -> Option<String> {
-    Some(format!("{}/{}", hostname(), local_process(pid)?))
-}
-
-fn local_process(pid: u32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Field 22 (starttime) counted after the command name, which may hold spaces.
-    let after_name = stat.rsplit_once(')')?.1;
-    let start = after_name.split_whitespace().nth(19)?;
-    Some(format!("{pid}:{start}"))
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_default()
-}
-
-/// Whether the console an owner label names may still be alive: on this host, the same pid
-/// with the same start time; on another host we cannot tell, so yes.
-pub fn owner_alive(owner: &str) -> bool {
-    let process = match owner.split_once('/') {
-        Some((host, _)) if host != hostname() => return true,
-        Some((_, process)) => process,
-        None => owner,
-    };
-    let Some(pid) = process
-        .split(':')
-        .next()
-        .and_then(|p| p.parse::<u32>().ok())
-    else {
-        return false;
-    };
-    local_process(pid).as_deref() == Some(process)
 }
 
 /// The hardened container every run gets: no network, tini as init, read-only root, size-capped
@@ -431,7 +388,7 @@ pub async fn run_job(
     let watch = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
         loop {
-            if !running(docker, id).await.unwrap_or(true) {
+            if !super::inspect::running(docker, id).await.unwrap_or(true) {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
@@ -539,7 +496,7 @@ async fn exit_code(docker: &Docker, exec_id: &str) -> Result<Option<i32>, Docker
 }
 
 /// Runs a short fixed command (no stdin) and returns its stdout, cut at `cap`.
-async fn run_fixed(
+pub(super) async fn run_fixed(
     docker: &Docker,
     id: &str,
     cmd: Vec<String>,
@@ -565,68 +522,6 @@ async fn run_fixed(
     Ok((String::from_utf8_lossy(&stdout.kept).into_owned(), code))
 }
 
-#[derive(Deserialize)]
-struct Listed {
-    name: String,
-    size: u64,
-    regular: bool,
-    #[serde(default)]
-    data: Option<String>,
-}
-
-/// Reads `/workspace/artifacts` through a second exec, under the same rules as every provider.
-pub async fn collect_artifacts(
-    docker: &Docker,
-    id: &str,
-    language: Language,
-    limits: ArtifactLimits,
-) -> Result<(Vec<Artifact>, Vec<String>), DockerError> {
-    let extensions = runner::ARTIFACT_EXTENSIONS.join(",");
-    let args = [
-        limits.max_count.to_string(),
-        limits.max_bytes.to_string(),
-        extensions,
-    ];
-    let mut cmd: Vec<String> = match language {
-        Language::Python => vec![
-            "python3".into(),
-            "-I".into(),
-            "-c".into(),
-            COLLECT_PY.into(),
-        ],
-        Language::Javascript => vec!["node".into(), "-e".into(), COLLECT_JS.into()],
-    };
-    cmd.extend(args);
-    // base64 of every returnable file, plus room for the listing itself.
-    let cap = (limits.max_count as u64 * limits.max_bytes * 4 / 3 + 1024 * 1024) as usize;
-    let (text, _) = run_fixed(docker, id, cmd, Duration::from_secs(30), cap).await?;
-    let listed: Vec<Listed> = serde_json::from_str(&text).map_err(|e| {
-        DockerError::Protocol(format!("the artifact listing was not valid JSON: {e}"))
-    })?;
-    let mut contents: HashMap<String, String> = HashMap::new();
-    let files = listed
-        .into_iter()
-        .map(|l| {
-            if let Some(data) = l.data {
-                contents.insert(l.name.clone(), data);
-            }
-            ArtifactFile {
-                name: l.name,
-                regular: l.regular,
-                size: l.size,
-            }
-        })
-        .collect();
-    Ok(runner::select_artifacts(files, limits, |name| {
-        let data = contents
-            .get(name)
-            .ok_or_else(|| "not sent by the container".to_owned())?;
-        BASE64
-            .decode(data)
-            .map_err(|e| format!("damaged in transit: {e}"))
-    }))
-}
-
 /// Reuse mode: wipes a container for the next run. `Ok(true)` only when nothing is left.
 pub async fn wipe(docker: &Docker, id: &str) -> Result<bool, DockerError> {
     let cmd = vec!["sh".into(), "-c".into(), CLEAN_SH.into()];
@@ -642,65 +537,4 @@ pub async fn wipe(docker: &Docker, id: &str) -> Result<bool, DockerError> {
         tracing::info!(container = id, report = %text.trim(), "a container could not be wiped; it is replaced");
     }
     Ok(clean)
-}
-
-/// The host pid of a container's init, whose network namespace is the container's.
-pub async fn init_pid(docker: &Docker, id: &str) -> Result<u32, DockerError> {
-    let inspect = docker
-        .inspect_container(id, None)
-        .await
-        .map_err(DockerError::Daemon)?;
-    inspect
-        .state
-        .and_then(|s| s.pid)
-        .filter(|pid| *pid > 0)
-        .map(|pid| pid as u32)
-        .ok_or_else(|| {
-            DockerError::Protocol(format!(
-                "container {} has no running init",
-                super::short(id)
-            ))
-        })
-}
-
-/// Whether the container still runs.
-pub async fn running(docker: &Docker, id: &str) -> Result<bool, DockerError> {
-    Ok(state(docker, id).await?.0)
-}
-
-/// Whether the container still runs, and whether it ended because the OOM killer took its
-/// main process (what `State.OOMKilled` records).
-pub async fn state(docker: &Docker, id: &str) -> Result<(bool, bool), DockerError> {
-    let inspected = docker
-        .inspect_container(id, None)
-        .await
-        .map_err(DockerError::Daemon)?;
-    let state = inspected.state.unwrap_or_default();
-    Ok((
-        state.running.unwrap_or(false),
-        state.oom_killed.unwrap_or(false),
-    ))
-}
-
-/// Whether the kernel's OOM killer struck in the container since `since`. dockerd sets
-/// `State.OOMKilled` only when the container's main process dies; for a process killed inside
-/// a running container there is only the `oom` event, read back from the daemon's event log.
-pub async fn oom_since(docker: &Docker, id: &str, since: SystemTime) -> bool {
-    let stamp = |t: SystemTime| {
-        let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-        format!("{}.{:09}", d.as_secs(), d.subsec_nanos())
-    };
-    let filters = HashMap::from([
-        ("container", vec![id.to_owned()]),
-        ("event", vec!["oom".to_owned()]),
-    ]);
-    let options = EventsOptionsBuilder::new()
-        .since(&stamp(since - Duration::from_secs(1)))
-        .until(&stamp(SystemTime::now()))
-        .filters(&filters)
-        .build();
-    let events = docker.events(Some(options));
-    futures_util::pin_mut!(events);
-    let first = tokio::time::timeout(Duration::from_secs(3), events.next()).await;
-    matches!(first, Ok(Some(Ok(_))))
 }

@@ -1,11 +1,16 @@
 //! The `docker` provider: runs Python and JavaScript in hardened containers from a warm pool,
 //! through the Docker Engine API (bollard), under runc or gVisor. See README.md in this folder.
 
+mod artifacts;
 mod config;
 mod engine;
 mod error;
+mod health;
+mod inspect;
+mod owner;
 mod pool;
 pub mod runtimes;
+mod verdict;
 
 use std::{sync::Arc, time::Duration};
 
@@ -16,12 +21,13 @@ use tokio::sync::OnceCell;
 pub use config::{
     build, build_provider, build_with, schema, DockerConfig, GVISOR_MIN_PIDS, RUNSC_EGRESS,
 };
-pub use engine::{owner_alive, owner_of, LABEL_MANAGED, LABEL_OWNER, LABEL_POOL};
+pub use engine::{LABEL_MANAGED, LABEL_OWNER, LABEL_POOL};
+pub use owner::{owner_alive, owner_of};
 
 use self::error::DockerError;
 use crate::{
     model::{
-        execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
+        execution::{ExecRequest, ExecutionResult, Language},
         provider::{HealthReport, PoolState, ProviderInfo},
     },
     sandbox::{
@@ -33,7 +39,7 @@ use crate::{
         Error, Instance, SandboxProvider,
     },
 };
-use engine::{Engine, Stopped};
+use engine::Engine;
 use pool::Pool;
 
 pub const KIND: &str = "docker";
@@ -156,7 +162,7 @@ impl DockerProvider {
     ) -> Self {
         let size = config.pool_size.max(1) as usize;
         let pool_id = format!("{:016x}", rand::random::<u64>());
-        let owner = engine::owner_of(std::process::id()).unwrap_or_else(|| "unknown".into());
+        let owner = owner_of(std::process::id()).unwrap_or_else(|| "unknown".into());
         DockerProvider {
             info: info(),
             python: Arc::new(Pool::new(Language::Python, size)),
@@ -183,7 +189,7 @@ impl DockerProvider {
         let Some(egress) = &self.shared.egress else {
             return Ok(None);
         };
-        let pid = engine::init_pid(docker, &lease.id).await?;
+        let pid = inspect::init_pid(docker, &lease.id).await?;
         let device =
             tokio::task::spawn_blocking(move || egress::namespace::tun_in_namespace_of(pid))
                 .await
@@ -220,98 +226,6 @@ impl DockerProvider {
     /// The ids of the idle containers of `language` (for tests and diagnostics).
     pub fn idle_containers(&self, language: Language) -> Vec<String> {
         self.pool(language).idle_ids()
-    }
-
-    async fn check_daemon(&self) -> Result<Map<String, Value>, String> {
-        let config = &self.shared.config;
-        let docker = self
-            .shared
-            .engine
-            .client()
-            .await
-            .map_err(|e| e.to_string())?;
-        let unreachable = |e: bollard::errors::Error| {
-            format!(
-                "dockerd at {} did not answer: {e}",
-                self.shared.engine.host()
-            )
-        };
-        docker.ping().await.map_err(unreachable)?;
-        let info = docker.info().await.map_err(unreachable)?;
-        let runtimes = info.runtimes.unwrap_or_default();
-        let Some(runtime) = runtimes.get(&config.runtime) else {
-            let mut names: Vec<_> = runtimes.keys().cloned().collect();
-            names.sort();
-            return Err(format!(
-                "runtime {:?} is not registered with dockerd (it has: {}); register it in \
-                 /etc/docker/daemon.json and reload dockerd (see the docker provider's README)",
-                config.runtime,
-                names.join(", ")
-            ));
-        };
-        let runtime_path = runtime.path.clone().unwrap_or_default();
-        let gvisor = config.gvisor() || runtime_path.ends_with("runsc");
-        // An allow-list needs the kernel's network stack in the container's namespace: every
-        // runtime but gVisor with its own (netstack) stack, i.e. without --network=host.
-        let mut allow_list: Vec<String> = runtimes
-            .iter()
-            .filter(|(_, r)| runtimes::allows_egress(r))
-            .map(|(name, _)| name.clone())
-            .collect();
-        allow_list.sort();
-        if self.shared.egress.is_some() && !allow_list.contains(&config.runtime) {
-            return Err(format!(
-                "runtime {:?} cannot enforce an allow-list (gVisor's own network stack never \
-                 sees the console's network device); these can: {}",
-                config.runtime,
-                allow_list.join(", ")
-            ));
-        }
-        if gvisor && config.pids_limit < GVISOR_MIN_PIDS {
-            return Err(format!(
-                "runtime {:?} is gVisor ({runtime_path}): it needs a pids limit of at least {GVISOR_MIN_PIDS}",
-                config.runtime
-            ));
-        }
-        let mut images = Vec::new();
-        for image in [&config.python_image, &config.javascript_image] {
-            if images.contains(image) {
-                continue;
-            }
-            match docker.inspect_image(image).await {
-                Ok(_) => images.push(image.clone()),
-                Err(bollard::errors::Error::DockerResponseServerError {
-                    status_code: 404, ..
-                }) => {
-                    return Err(DockerError::ImageMissing {
-                        image: image.clone(),
-                    }
-                    .to_string())
-                }
-                Err(e) => return Err(unreachable(e)),
-            }
-        }
-        let version = docker.version().await.map_err(unreachable)?;
-        Ok(Map::from_iter([
-            ("docker_host".to_owned(), json!(self.shared.engine.host())),
-            ("docker_version".to_owned(), json!(info.server_version)),
-            ("api_version".to_owned(), json!(version.api_version)),
-            ("runtime".to_owned(), json!(config.runtime)),
-            ("runtime_path".to_owned(), json!(runtime_path)),
-            ("gvisor".to_owned(), json!(gvisor)),
-            // What a run's container becomes afterwards: reuse needs a wipe that can be
-            // verified, which gVisor (no /proc/sysvipc) does not allow.
-            (
-                "after_each_run".to_owned(),
-                json!(match (config.fresh_container_per_run, gvisor) {
-                    (true, _) => "replaced (strict)",
-                    (false, false) => "wiped and reused when verified clean",
-                    (false, true) => "replaced: under gVisor the wipe cannot verify System V IPC",
-                }),
-            ),
-            ("images".to_owned(), json!(images)),
-            ("allow_list_runtimes".to_owned(), json!(allow_list)),
-        ]))
     }
 
     /// Runs one job in a leased container; tells whether the container may be reused.
@@ -365,7 +279,7 @@ impl DockerProvider {
         // running for a moment, so its state is read again until it agrees.
         let sandbox_lost = stderr.contains(RUNSC_LOST_SANDBOX);
         let (mut running, mut oom_killed) = match failed {
-            true => engine::state(&docker, &lease.id)
+            true => inspect::state(&docker, &lease.id)
                 .await
                 .unwrap_or((false, false)),
             false => (raw.stopped.is_none(), false),
@@ -375,40 +289,26 @@ impl DockerProvider {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
-            (running, oom_killed) = engine::state(&docker, &lease.id)
+            (running, oom_killed) = inspect::state(&docker, &lease.id)
                 .await
                 .unwrap_or((false, false));
         }
         let died = raw.container_died || sandbox_lost || (failed && !running);
         let killed_inside = died || (raw.stopped.is_none() && code == 137);
         let oom = killed_inside
-            && (oom_killed || engine::oom_since(&docker, &lease.id, raw.started_at).await);
+            && (oom_killed || inspect::oom_since(&docker, &lease.id, raw.started_at).await);
         let outcome = runner::interpret(&job, code, &raw.stdout);
-        let limit = match raw.stopped {
-            Some(Stopped::Deadline) => Some(ExecStatus::Timeout),
-            Some(Stopped::Output) => Some(ExecStatus::OutputLimit),
-            None if died && oom => {
-                // runsc's own complaint about the sandbox it lost; not the program's output.
-                stderr = stderr
-                    .lines()
-                    .filter(|l| !l.contains(RUNSC_LOST_SANDBOX))
-                    .map(|l| format!("{l}\n"))
-                    .collect();
-                Some(ExecStatus::MemoryLimit)
-            }
-            None if died => {
-                stderr.push_str("the container stopped during the run\n");
-                Some(ExecStatus::ProgramError)
-            }
-            // SIGKILL from inside a container that lives on: the cgroup's OOM killer took
-            // the program, as the daemon's `oom` event says; any other SIGKILL is the program's.
-            None if code == 137 && oom => Some(ExecStatus::MemoryLimit),
-            None if code == 137 => None,
-            None => {
-                let signal = (129..160).contains(&code).then_some(code - 128);
-                runner::classify(signal, raw.exit_code, raw.elapsed, timeout, false, &stderr)
-            }
-        };
+        let limit = verdict::limit(
+            &verdict::Seen {
+                stopped: raw.stopped,
+                died,
+                oom,
+                exit_code: raw.exit_code,
+                elapsed: raw.elapsed,
+                timeout,
+            },
+            &mut stderr,
+        );
         let (mut status, stdout, result) = runner::settle(outcome, limit, &mut stderr);
         if let Some(report) = &report {
             egress::explain(report, &mut status, &mut stderr);
@@ -423,7 +323,7 @@ impl DockerProvider {
                 max_count: config.max_artifacts as usize,
                 max_bytes: config.max_artifact_bytes,
             };
-            match engine::collect_artifacts(&docker, &lease.id, request.language, limits).await {
+            match artifacts::collect_artifacts(&docker, &lease.id, request.language, limits).await {
                 Ok((found, skipped)) => {
                     artifacts = found;
                     if !skipped.is_empty() {
@@ -570,16 +470,6 @@ impl SandboxProvider for DockerProvider {
         Duration::from_secs(u64::from(config.queue_wait_secs) + u64::from(timeout) + 2) + RUN_MARGIN
     }
 
-    async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
-        // A container is leased per run inside execute(): one that dies between the two
-        // calls is never handed out.
-        Ok(Instance {
-            id: format!("docker-{language}"),
-            language,
-            metadata: Map::new(),
-        })
-    }
-
     async fn execute(
         &self,
         instance: &Instance,
@@ -613,10 +503,6 @@ impl SandboxProvider for DockerProvider {
         let reusable = matches!(outcome, Ok((_, true)));
         pool.release(&self.shared, lease, reusable);
         outcome.map(|(result, _)| result)
-    }
-
-    async fn destroy_instance(&self, _instance: Instance) -> Result<(), Error> {
-        Ok(())
     }
 }
 

@@ -301,7 +301,7 @@ impl Pool {
         self.remove_leftovers(&docker).await;
         let mut dead = Vec::new();
         for id in self.idle_ids() {
-            if !matches!(engine::running(&docker, &id).await, Ok(true)) {
+            if !matches!(super::inspect::running(&docker, &id).await, Ok(true)) {
                 dead.push(id);
             }
         }

@@ -34,6 +34,10 @@ pub struct LocalConfig {
     pub environment: String,
     #[serde(flatten)]
     pub network: NetworkConfig,
+    /// Where each run keeps its private host folder (its artifacts) while it runs: the
+    /// console's run folder, never a setting (empty: the system's temporary folder).
+    #[serde(skip)]
+    pub run_dir: std::path::PathBuf,
 }
 
 impl Default for LocalConfig {
@@ -51,6 +55,7 @@ impl Default for LocalConfig {
             queue_wait_secs: 10,
             environment: String::new(),
             network: NetworkConfig::default(),
+            run_dir: std::path::PathBuf::new(),
         }
     }
 }
@@ -129,7 +134,8 @@ pub fn build_with(
             check_executable(if path.is_empty() { &default } else { path })
         });
     }
-    let config: LocalConfig = check.finish()?;
+    let mut config: LocalConfig = check.finish()?;
+    config.run_dir = context.run_dir.clone();
     let egress = fields::network_egress(&config.network, context)?;
     Ok(Arc::new(LocalProvider::with_network(
         config,

@@ -357,6 +357,9 @@ pub fn run(
     .map_err(|e| format!("cannot give the sandbox its network: {e}"))?
 }
 
+/// How a run's private host folder is named, in the run folder.
+pub const RUN_FOLDER_PREFIX: &str = "sandbox-console-run-";
+
 /// [`run`] in the calling thread's network namespace, or in a new one of its own.
 fn run_in(
     config: &LocalConfig,
@@ -369,9 +372,14 @@ fn run_in(
 ) -> Result<RawRun, String> {
     // Only the artifacts folder lives on the host (private, deleted after the run); the code,
     // the runner and the arguments are written straight into the run's tmpfs.
+    let run_dir = if config.run_dir.as_os_str().is_empty() {
+        std::env::temp_dir()
+    } else {
+        config.run_dir.clone()
+    };
     let host = tempfile::Builder::new()
-        .prefix("sandbox-console-run-")
-        .tempdir()
+        .prefix(RUN_FOLDER_PREFIX)
+        .tempdir_in(&run_dir)
         .map_err(|e| format!("cannot create the artifacts folder: {e}"))?;
     let artifacts_dir = host.path().join(runner::ARTIFACT_DIR);
     std::fs::create_dir(&artifacts_dir)

@@ -13,7 +13,7 @@ use serde_json::{json, Map};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use config::{build, build_with, schema, LocalConfig};
-pub use jail::{stop_channel, KillOnDrop, RawRun};
+pub use jail::{stop_channel, KillOnDrop, RawRun, RUN_FOLDER_PREFIX};
 
 use self::error::LocalError;
 use crate::{
@@ -263,15 +263,6 @@ impl SandboxProvider for LocalProvider {
             + jail::KILL_MARGIN
     }
 
-    async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
-        // Every run gets a brand-new sandbox in execute(); an instance is only a name for it.
-        Ok(Instance {
-            id: format!("local-{language}"),
-            language,
-            metadata: Map::new(),
-        })
-    }
-
     async fn execute(
         &self,
         instance: &Instance,
@@ -306,10 +297,6 @@ impl SandboxProvider for LocalProvider {
             metadata,
             egress: raw.egress,
         })
-    }
-
-    async fn destroy_instance(&self, _instance: Instance) -> Result<(), Error> {
-        Ok(())
     }
 }
 

@@ -417,15 +417,6 @@ impl SandboxProvider for SelfManagedProvider {
         })
     }
 
-    async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
-        // The executor keeps its own pool: an instance is only a name for one run.
-        Ok(Instance {
-            id: format!("self-managed-{language}"),
-            language,
-            metadata: Map::new(),
-        })
-    }
-
     async fn execute(
         &self,
         instance: &Instance,
@@ -468,9 +459,5 @@ impl SandboxProvider for SelfManagedProvider {
             .metadata
             .insert("endpoint".into(), json!(self.endpoint.as_str()));
         Ok(result)
-    }
-
-    async fn destroy_instance(&self, _instance: Instance) -> Result<(), Error> {
-        Ok(())
     }
 }

@@ -2,6 +2,9 @@
 //! (`/api/v1/execute`, `/api/v1/providers`), RAGFlow's executor-manager `/run`, RAGFlow's
 //! sandbox admin API (`/api/v1/admin/sandbox/*`), and the OpenAPI document of all of them,
 //! generated from the handlers so it cannot drift from the routes.
+//!
+//! Its own router with its own layers (none of the pages' sign-in gate, admission or sessions
+//! around it): every handler checks the API key itself, and answers in JSON.
 
 pub mod error;
 pub mod execute;
@@ -11,11 +14,14 @@ pub mod ragflow_run;
 use std::sync::Arc;
 
 use axum::{
-    extract::{DefaultBodyLimit, State},
+    extract::{DefaultBodyLimit, Request, State},
     http::{HeaderMap, StatusCode},
+    middleware::{self, Next},
     response::{IntoResponse, Response},
+    routing::any,
     Extension, Json, Router,
 };
+use tower_sessions::{Session, SessionManagerLayer};
 use utoipa::{
     openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme},
     Modify, OpenApi,
@@ -23,8 +29,12 @@ use utoipa::{
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    model::{admin::AdminInfo, api_key::Scope},
-    server::state::AppState,
+    model::api_key::Scope,
+    server::{
+        auth::{api_key::CLIENT, session},
+        routes::{gate, headers, metrics},
+        state::AppState,
+    },
 };
 use error::ApiError;
 
@@ -85,9 +95,43 @@ pub fn routes(max_body_bytes: usize) -> (Router<AppState>, utoipa::openapi::Open
     (router, openapi)
 }
 
-/// Does this path belong to the API (authenticated by key, answered in JSON)?
-pub fn owns(path: &str) -> bool {
-    path == "/run" || path.starts_with("/api/")
+/// The API as served: its routes, JSON for unknown `/api/` paths, and its own layers (the
+/// HTTP metrics, the JSON explanation of an empty error, the caller's address for the keys'
+/// "last used from", the cross-site refusal, and the session store for the one handler that
+/// also accepts a signed-in admin).
+pub fn router(
+    state: AppState,
+    max_body_bytes: usize,
+    sessions: SessionManagerLayer<session::Store>,
+) -> Router {
+    let (routes, _) = routes(max_body_bytes);
+    routes
+        .route("/api/{*rest}", any(not_found))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track_http,
+        ))
+        .layer(middleware::from_fn(headers::explain_empty_api_errors))
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .layer(sessions)
+        .with_state(state)
+}
+
+/// Remembers the caller's address for the keys' "last used from" (read by
+/// `ApiKeys::authorize`), and refuses a state-changing request a browser says comes from
+/// another site, as for the pages.
+async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if !gate::allowed_origin(&state.origin, request.method(), request.headers()) {
+        return (StatusCode::FORBIDDEN, "cross-origin request refused").into_response();
+    }
+    let client = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|info| info.0.ip());
+    match client {
+        Some(ip) => CLIENT.scope(ip, next.run(request)).await,
+        None => next.run(request).await,
+    }
 }
 
 /// The OpenAPI 3 document of this API. Any API key, or a signed-in admin, may read it.
@@ -98,9 +142,15 @@ pub fn owns(path: &str) -> bool {
 async fn openapi_json(
     State(state): State<AppState>,
     Extension(document): Extension<Arc<utoipa::openapi::OpenApi>>,
-    admin: Option<Extension<AdminInfo>>,
+    session: Session,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    // A signed-in admin (whose generated password is replaced), else any API key.
+    let admin = session::signed_in_admin(&session, &state.pool)
+        .await
+        .ok()
+        .flatten()
+        .filter(|admin| !admin.must_change_password);
     if admin.is_none() {
         state.api_keys.authorize_any(&headers, &Scope::ALL).await?;
     }
@@ -115,7 +165,7 @@ async fn healthz() -> impl IntoResponse {
 }
 
 /// Unknown API paths answer in JSON, not with the console's HTML 404 page.
-pub async fn not_found() -> ApiError {
+async fn not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         "not_found",

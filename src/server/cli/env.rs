@@ -8,9 +8,9 @@ use anyhow::{bail, Context};
 use crate::{
     model::environment::{BuildStatus, EnvironmentInfo, Verification},
     server::{
+        cli::shared::{services, shell_caller},
         config::{Config, EnvAction},
         environments::{self, build_parts::STEP_DEADLINE},
-        gateway_cli::{services, shell_caller},
     },
 };
 
