@@ -1,5 +1,5 @@
 # The two commands the README promises: `make run` and `make test`.
-.PHONY: run test setup build release lint unit bench bench-smoke e2e clean docker docker-check deploy-check postgres runtime-image
+.PHONY: run test check busy-check setup build release lint unit bench bench-smoke e2e clean docker docker-check deploy-check postgres runtime-image
 
 # The default environment (numpy, pandas, matplotlib, requests; axios) is built first, with its
 # log on the terminal, so the first trial can import pandas; if it cannot be built (no network),
@@ -10,14 +10,34 @@ run: build
 
 # dockerd (the docker provider's tests need a real one) and a private PostgreSQL cluster (the
 # suite's second pass) are started for the run and stopped again afterwards if this run
-# started them; leftover sandbox containers or shims fail the run.
+# started them. A bystander console (scripts/bystander.sh: local and docker runs in a loop)
+# runs beside the whole suite, as another console on the same machine would: the tests must
+# mind only what they made, and every one of its runs must succeed. Leftover sandbox
+# containers or shims of consoles that are gone fail the run.
 test: build lint
 	@if scripts/docker.sh running; then docker=keep; else docker=stop; fi; \
 	if scripts/postgres.sh running; then postgres=keep; else postgres=stop; fi; \
-	trap 'if [ $$docker = stop ]; then scripts/docker.sh down; fi; if [ $$postgres = stop ]; then scripts/postgres.sh down; fi' EXIT; \
+	trap 'scripts/bystander.sh stop >/dev/null 2>&1 || true; if [ $$docker = stop ]; then scripts/docker.sh down; fi; if [ $$postgres = stop ]; then scripts/postgres.sh down; fi' EXIT; \
 	scripts/docker.sh up || exit 1; \
 	scripts/postgres.sh up || exit 1; \
-	$(MAKE) unit docker-check deploy-check bench-smoke e2e && scripts/docker.sh check
+	scripts/bystander.sh start --minutes 60 || exit 1; \
+	$(MAKE) unit docker-check deploy-check bench-smoke e2e && scripts/bystander.sh stop && scripts/docker.sh check
+
+# The edit loop: formatting, both lints, the unit tests and the integration tests that need
+# neither dockerd nor PostgreSQL (nextest's `check` profile). A few minutes when warm.
+check:
+	cargo fmt --check
+	cargo clippy --features ssr --all-targets -- -D warnings
+	cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features hydrate --target-dir target/front -- -D warnings
+	cargo nextest run --features ssr --lib --bins
+	cargo nextest run --features ssr --test api --profile check
+
+# The integration suite on SQLite with both cores pinned by two busy loops: a test that holds
+# only on an idle machine fails here. Run it before resolving an issue that touched tests.
+busy-check: docker postgres
+	@trap 'kill $$(jobs -p) 2>/dev/null || true' EXIT; \
+	for core in 1 2; do sh -c 'while :; do :; done' & done; \
+	cargo nextest run --features ssr --test api
 
 setup:
 	scripts/setup.sh
@@ -33,13 +53,14 @@ lint:
 	cargo clippy --features ssr --all-targets -- -D warnings
 	cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features hydrate --target-dir target/front -- -D warnings
 
-# The integration tests run one at a time: run concurrently in one process, one of them was
-# seen once to wait forever on a request (see the issue notes); alone, none ever has.
-# The integration suite runs twice: on SQLite files, then on PostgreSQL (a schema per test).
+# Unit tests, then the integration suite under cargo-nextest (.config/nextest.toml): each
+# test a process of its own, four at a time, each ended and named after four minutes. It
+# runs on SQLite files, then on PostgreSQL (a schema per test) for the tests that touch a
+# database.
 unit: docker postgres
-	cargo test --features ssr --lib --bins
-	cargo test --features ssr --test api -- --test-threads=1
-	SANDBOX_CONSOLE_TEST_POSTGRES="$$(scripts/postgres.sh url)" cargo test --features ssr --test api -- --test-threads=1
+	cargo nextest run --features ssr --lib --bins
+	cargo nextest run --features ssr --test api
+	SANDBOX_CONSOLE_TEST_POSTGRES="$$(scripts/postgres.sh url)" cargo nextest run --features ssr --test api --profile postgres
 
 # The benchmark harness; writes BENCHMARKS.md (commit it with the machine's numbers). The
 # replica load runs on the private PostgreSQL cluster (left running, like dockerd).

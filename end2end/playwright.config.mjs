@@ -1,5 +1,6 @@
-// Browser tests run against a server that scripts/e2e.sh starts (BASE_URL), in Debian's
-// Chromium: this machine cannot download Playwright's own browser builds.
+// Browser tests run in Debian's Chromium (this machine cannot download Playwright's own
+// browser builds), in E2E_WORKERS workers, each against a server of its own that
+// scripts/e2e.sh starts: BASE_URLS lists them, in worker order (BASE_URL: one for all).
 import { defineConfig } from '@playwright/test';
 
 const chromium = {
@@ -16,17 +17,21 @@ const chromium = {
   ],
 };
 
+const servers = (process.env.BASE_URLS ?? process.env.BASE_URL ?? 'http://127.0.0.1:3000').split(' ');
+// Set in each worker process (0 .. workers-1; a restarted worker keeps its slot).
+const slot = Number(process.env.TEST_PARALLEL_INDEX ?? 0);
+
 export default defineConfig({
   testDir: './tests',
   outputDir: './test-results',
   timeout: 30_000,
   expect: { timeout: 10_000 },
-  workers: 1,
+  workers: servers.length,
   retries: 0,
   forbidOnly: !!process.env.CI,
   reporter: [['list']],
   use: {
-    baseURL: process.env.BASE_URL ?? 'http://127.0.0.1:3000',
+    baseURL: servers[slot % servers.length],
     launchOptions: chromium,
     screenshot: 'only-on-failure',
     trace: 'retain-on-failure',

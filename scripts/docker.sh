@@ -6,12 +6,25 @@
 #!   scripts/docker.sh down    stop the dockerd that `up` started (and nothing else)
 #!   scripts/docker.sh image   (re)build the sandbox-runtime image from the host's interpreters
 #!   scripts/docker.sh restart stop and start dockerd (the provider's fault tests use it)
-#!   scripts/docker.sh check   fail if containers with our label or runtime shims are left
+#!   scripts/docker.sh check   fail if sandbox containers of consoles that are gone, or stray shims, are left
 #!   scripts/docker.sh running exit 0 when dockerd answers
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf '\033[1mdocker:\033[0m %s\n' "$*"; }
+
+# Whether the console an owner label names (`host/pid:start-time`) still runs: one on another
+# host is taken to (its daemon is shared over TCP; our process table cannot judge it).
+owner_alive() {
+  local process=$1
+  if [[ $1 == */* ]]; then
+    [ "${1%%/*}" = "$(cat /proc/sys/kernel/hostname)" ] || return 0
+    process=${1#*/}
+  fi
+  local pid=${process%%:*} start=${process#*:}
+  [ -r "/proc/$pid/stat" ] || return 1
+  [ "$(sed 's/.*) //' "/proc/$pid/stat" | awk '{print $20}')" = "$start" ]
+}
 # (Not SANDBOX_DOCKER_*: `configure --provider docker --from-env` reads that prefix.)
 state=${SANDBOX_CONSOLE_DOCKERD_STATE:-/tmp/sandbox-console-dockerd}
 image=${SANDBOX_RUNTIME_IMAGE:-sandbox-runtime:local}
@@ -138,14 +151,30 @@ case "${1:-}" in
     running
     ;;
   check)
-    left=$(docker ps -aq --filter label=sandbox-console.managed=1)
-    shims=$(pgrep -f 'containerd-shim|runsc-sandbox|runsc-gofer' || true)
-    if [ -n "$left" ] || [ -n "$shims" ]; then
-      echo "docker: left behind: containers [${left//$'\n'/ }], shim/runsc processes [${shims//$'\n'/ }]" >&2
+    # A leftover is a sandbox container whose console is gone (its owner label names a process
+    # of this host that no longer runs), or a shim or runsc process of no container at all.
+    # What live consoles hold (a bystander, a `make run` open meanwhile) is theirs, not ours.
+    left=()
+    for id in $(docker ps -aq --filter label=sandbox-console.managed=1); do
+      owner=$(docker inspect -f '{{ index .Config.Labels "sandbox-console.owner" }}' "$id" 2>/dev/null) || continue
+      owner_alive "$owner" || left+=("$id")
+    done
+    containers=$(docker ps -aq --no-trunc)
+    shims=()
+    for pid in $(pgrep -f 'containerd-shim|runsc-sandbox|runsc-gofer' || true); do
+      cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+      owned=no
+      for id in $containers; do
+        case "$cmdline" in *"$id"*) owned=yes; break ;; esac
+      done
+      [ $owned = yes ] || shims+=("$pid")
+    done
+    if [ ${#left[@]} -gt 0 ] || [ ${#shims[@]} -gt 0 ]; then
+      echo "docker: left behind: containers [${left[*]}], shim/runsc processes [${shims[*]}]" >&2
       docker ps -a --filter label=sandbox-console.managed=1 >&2 || true
       exit 1
     fi
-    log "clean: no sandbox containers, no shim or runsc processes"
+    log "clean: no sandbox container of a console that is gone, no stray shim or runsc process"
     ;;
   image)
     running || { echo "docker: dockerd is not running; run scripts/docker.sh up" >&2; exit 1; }

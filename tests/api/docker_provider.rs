@@ -13,6 +13,11 @@ use sandbox_console::{
 };
 use serde_json::{json, Map, Value};
 
+use crate::{
+    own_dockerd::OwnDockerd,
+    wait::{wait_until, PATIENCE},
+};
+
 pub const IMAGE: &str = "sandbox-runtime:local";
 pub const RUNTIMES: [&str; 2] = ["runc", "runsc"];
 
@@ -110,33 +115,28 @@ fn pool_id(provider: &DockerProvider) -> String {
 
 /// Waits until the warm-up parked `per_language` idle containers for each language.
 async fn warmed(provider: &DockerProvider, per_language: usize) -> Vec<String> {
-    for _ in 0..100 {
-        let idle: Vec<String> = Language::ALL
+    let idle = || {
+        Language::ALL
             .iter()
             .flat_map(|l| provider.idle_containers(*l))
-            .collect();
-        if idle.len() == 2 * per_language {
-            return idle;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the pool did not warm up to {per_language} per language");
+            .collect::<Vec<String>>()
+    };
+    wait_until(
+        &format!("the pool to warm up to {per_language} per language"),
+        || async { idle().len() == 2 * per_language },
+    )
+    .await;
+    idle()
 }
 
 /// Waits until a pool's background work settles to `expected` containers.
 async fn settle(pool: &str, expected: usize) -> Vec<String> {
-    let mut found = Vec::new();
-    for _ in 0..100 {
-        found = containers_of(pool);
-        if found.len() == expected {
-            return found;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!(
-        "pool {pool} has {} containers, expected {expected}: {found:?}",
-        found.len()
-    );
+    wait_until(
+        &format!("pool {pool} to settle to {expected} containers"),
+        || async { containers_of(pool).len() == expected },
+    )
+    .await;
+    containers_of(pool)
 }
 
 #[tokio::test]
@@ -394,7 +394,11 @@ async fn a_run_never_sees_what_an_earlier_run_left_strict_or_reused() {
 
         let planted = run(&provider, Language::Python, PLANT).await;
         let first = planted.metadata["container"].clone();
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Run B takes what the pool parks next: A's container wiped, or a fresh one.
+        wait_until("the pool to park a container again", || async {
+            provider.idle_containers(Language::Python).len() == 1
+        })
+        .await;
         let seen = run(&provider, Language::Python, LOOK).await;
         provider.shutdown().await;
 
@@ -527,10 +531,13 @@ async fn a_full_pool_answers_pool_busy_after_the_queue_wait() {
     let slow = {
         let provider = provider.clone();
         tokio::spawn(async move {
-            run(&provider, Language::Python, "import time\ntime.sleep(2)\n").await
+            run(&provider, Language::Python, "import time\ntime.sleep(4)\n").await
         })
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_until("the slow run to hold the only container", || async {
+        provider.pool_state().is_some_and(|pool| pool.busy == 1)
+    })
+    .await;
 
     let refused = try_run(&provider, Language::Python, "print(1)").await;
     let other_language = try_run(&provider, Language::Javascript, "console.log(1)").await;
@@ -550,50 +557,52 @@ async fn a_full_pool_answers_pool_busy_after_the_queue_wait() {
     settle(&pool_id(&provider), 0).await;
 }
 
+/// On a dockerd of the test's own: restarting the machine's shared daemon would fail every
+/// other console's runs too.
 #[tokio::test]
 async fn a_dockerd_restart_fails_the_run_in_flight_and_the_pool_rebuilds() {
-    let provider = provider("runc", json!({ "pool_size": 1, "timeout_secs": 30 }));
+    let mut daemon = OwnDockerd::start();
+    daemon.load_image(IMAGE);
+    let provider = provider(
+        "runc",
+        json!({ "pool_size": 1, "timeout_secs": 30, "docker_host": daemon.host() }),
+    );
     let in_flight = {
         let provider = provider.clone();
         tokio::spawn(async move {
             try_run(&provider, Language::Python, "import time\ntime.sleep(20)\n").await
         })
     };
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-
-    let restart = Command::new("scripts/docker.sh")
-        .arg("restart")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("scripts/docker.sh runs");
-    let failed = in_flight.await.unwrap();
-    let mut after = try_run(
-        &provider,
-        Language::Python,
-        "def main():\n    return 'back'\n",
-    )
+    wait_until("the run to hold its container", || async {
+        provider.pool_state().is_some_and(|pool| pool.busy == 1)
+    })
     .await;
-    for _ in 0..20 {
-        if after.is_ok() {
-            break;
-        }
+
+    daemon.restart();
+    let failed = in_flight.await.unwrap();
+    let back = "def main():\n    return 'back'\n";
+    let mut after = try_run(&provider, Language::Python, back).await;
+    let started = std::time::Instant::now();
+    while after.is_err() && started.elapsed() < PATIENCE {
         tokio::time::sleep(Duration::from_millis(250)).await;
-        after = try_run(
-            &provider,
-            Language::Python,
-            "def main():\n    return 'back'\n",
-        )
-        .await;
+        after = try_run(&provider, Language::Python, back).await;
     }
     provider.shutdown().await;
+    let left = Command::new("docker")
+        .args(["--host", &daemon.host(), "ps", "-aq"])
+        .output()
+        .unwrap();
 
-    assert!(restart.success());
     assert!(
         matches!(failed, Err(Error::Unreachable(_) | Error::Provider { .. })),
         "the run in flight fails typed: {failed:?}"
     );
     assert_eq!(after.expect("runs work again").result.value, json!("back"));
-    settle(&pool_id(&provider), 0).await;
+    assert_eq!(
+        String::from_utf8_lossy(&left.stdout).trim(),
+        "",
+        "the provider's shutdown leaves no container on its daemon"
+    );
 }
 
 #[tokio::test]

@@ -19,7 +19,9 @@ use tempfile::TempDir;
 use crate::{
     docker_provider::{our_containers, settings as docker_settings, RUNTIMES},
     helpers::{spawn_app_in, spawn_app_stoppable, spawn_app_with, TestApp},
-    metrics::scrape,
+    metrics::metric,
+    own_dockerd::OwnDockerd,
+    wait::wait_until,
 };
 
 const SPIN: &str = "def main():\n    while True:\n        pass\n";
@@ -81,23 +83,21 @@ async fn wait_for_history(app: &TestApp, count: usize, within: Duration) -> Vec<
     }
 }
 
-/// One sample of a metric from `/metrics` (read with an admin key), 0 when absent.
-async fn metric(app: &TestApp, admin: &str, series: &str) -> f64 {
-    scrape(app, admin).await.get(series).copied().unwrap_or(0.0)
-}
-
-/// Local sandboxes alive now: each keeps a private `sandbox-console-run-*` folder on the host
-/// for exactly as long as it runs.
-fn local_sandboxes() -> usize {
-    std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("sandbox-console-run-")
+/// Local sandboxes of the console on `data_dir` alive now: each keeps a private folder in
+/// the console's run folder for exactly as long as it runs.
+fn local_sandboxes(data_dir: &Path) -> usize {
+    std::fs::read_dir(data_dir.join(crate::helpers::RUNS))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with(sandbox_console::sandbox::providers::local::RUN_FOLDER_PREFIX)
+                })
+                .count()
         })
-        .count()
+        .unwrap_or(0)
 }
 
 /// Samples `count()` every 50 ms until `done` is set; returns the highest value seen.
@@ -127,12 +127,9 @@ async fn local_runs_whose_clients_hang_up_stay_inside_the_limit_and_are_recorded
     )
     .await;
     let key = app.api_key("agent", &["execute"]).await;
-    let before = local_sandboxes();
+    let runs = app.data_dir.path().to_owned();
     let done = Arc::new(AtomicBool::new(false));
-    let peak = watch_peak(
-        move || local_sandboxes().saturating_sub(before),
-        done.clone(),
-    );
+    let peak = watch_peak(move || local_sandboxes(&runs), done.clone());
     let busy_peak = Arc::new(AtomicUsize::new(0));
     let busy_watch = {
         let (app, admin, busy_peak, done) = (
@@ -193,7 +190,11 @@ async fn local_runs_whose_clients_hang_up_stay_inside_the_limit_and_are_recorded
         6.0,
         "and are counted"
     );
-    assert_eq!(local_sandboxes(), before, "no sandbox is left");
+    assert_eq!(
+        local_sandboxes(app.data_dir.path()),
+        0,
+        "no sandbox is left"
+    );
 }
 
 #[tokio::test]
@@ -218,8 +219,13 @@ async fn docker_runs_whose_clients_hang_up_stay_in_the_pool_and_nothing_outlives
 
         hang_up(&app, &key, 4, SPIN, 3).await;
         let rows = wait_for_history(&app, 4, Duration::from_secs(90)).await;
-        // Strict mode replaces each used container in the background: let it settle.
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        // Strict mode replaces each used container in the background: the watch goes on
+        // until the pool is whole again.
+        wait_until("the pool to be refilled to 2 per language", || {
+            let whole = our_containers().len() == 4;
+            async move { whole }
+        })
+        .await;
         done.store(true, Ordering::SeqCst);
         let peak = peak.join().unwrap();
         let during = our_containers().len();
@@ -340,7 +346,9 @@ async fn a_full_disk_never_reports_a_write_that_did_not_happen() {
     let disk = Tmpfs::mount("24m");
     let data = tempfile::tempdir_in(disk.path()).unwrap();
     let data_path = data.path().to_owned();
-    let app = spawn_app_in(data, |_| {}).await;
+    // Runs keep their folders off the full disk: only the database's writes are in question.
+    let runs = tempfile::tempdir().unwrap();
+    let app = spawn_app_in(data, |config| config.run_dir = Some(runs.path().to_owned())).await;
     let runner = app.api_key("runner", &["execute"]).await;
     let doomed = app.api_key("doomed", &["execute"]).await;
     let ops = app.api_key("ops", &["admin"]).await;
@@ -691,7 +699,6 @@ fn freeze_supervisors(root: u32) -> Vec<u32> {
 async fn a_frozen_local_sandbox_supervisor_is_killed_at_the_outer_deadline() {
     let app = spawn_app_with(|_| {}).await;
     let key = app.api_key("agent", &["execute"]).await;
-    let before = local_sandboxes();
     let started = Instant::now();
     let run = {
         let (app, key) = (app.sibling(), key.clone());
@@ -710,13 +717,12 @@ async fn a_frozen_local_sandbox_supervisor_is_killed_at_the_outer_deadline() {
         })
     };
     let mut frozen = Vec::new();
-    for _ in 0..40 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    wait_until("the sandbox supervisor to start", || {
         frozen = freeze_supervisors(std::process::id());
-        if !frozen.is_empty() {
-            break;
-        }
-    }
+        let found = !frozen.is_empty();
+        async move { found }
+    })
+    .await;
     let (status, body) = run.await.unwrap();
     let took = started.elapsed();
 
@@ -727,7 +733,11 @@ async fn a_frozen_local_sandbox_supervisor_is_killed_at_the_outer_deadline() {
         took < Duration::from_secs(15),
         "a 2 s run with a frozen supervisor ends at its outer deadline, not {took:?}"
     );
-    assert_eq!(local_sandboxes(), before, "the frozen sandbox is gone");
+    assert_eq!(
+        local_sandboxes(app.data_dir.path()),
+        0,
+        "the frozen sandbox is gone"
+    );
 }
 
 #[tokio::test]
@@ -772,86 +782,6 @@ async fn a_page_burst_against_a_small_database_pool_is_queued_or_refused_never_5
     );
     assert!(statuses.get(&200).copied().unwrap_or(0) > 0, "{statuses:?}");
     assert_eq!(busy_without_retry, 0, "every 503 says when to retry");
-}
-
-/// A dockerd of the test's own (own socket, data and exec roots, no networking), so that
-/// freezing it touches nothing else. Thawed and stopped when dropped.
-struct OwnDockerd {
-    dir: TempDir,
-    child: std::process::Child,
-}
-
-impl OwnDockerd {
-    fn start() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("dockerd-")
-            .tempdir_in("/tmp")
-            .unwrap();
-        let path = dir.path();
-        let log = std::fs::File::create(path.join("dockerd.log")).unwrap();
-        // Not the host's daemon.json: nothing of the main daemon's set-up is needed here.
-        std::fs::write(path.join("daemon.json"), "{}").unwrap();
-        let child = Command::new("/usr/sbin/dockerd")
-            .arg("--host")
-            .arg(format!("unix://{}/docker.sock", path.display()))
-            .arg("--data-root")
-            .arg(path.join("data"))
-            .arg("--exec-root")
-            .arg(path.join("exec"))
-            .arg("--pidfile")
-            .arg(path.join("docker.pid"))
-            .args(["--bridge=none", "--iptables=false", "--ip6tables=false"])
-            .arg("--config-file")
-            .arg(path.join("daemon.json"))
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("dockerd runs (scripts/docker.sh up installs it)");
-        let daemon = OwnDockerd { dir, child };
-        for _ in 0..150 {
-            let answered = Command::new("docker")
-                .arg("--host")
-                .arg(daemon.host())
-                .arg("version")
-                .output()
-                .is_ok_and(|o| o.status.success());
-            if answered {
-                return daemon;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!(
-            "the test's own dockerd did not start: {}",
-            std::fs::read_to_string(daemon.dir.path().join("dockerd.log")).unwrap_or_default()
-        );
-    }
-
-    fn host(&self) -> String {
-        format!("unix://{}/docker.sock", self.dir.path().display())
-    }
-
-    fn signal(&self, signal: &str) {
-        Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .unwrap();
-    }
-}
-
-impl Drop for OwnDockerd {
-    fn drop(&mut self) {
-        self.signal("-CONT");
-        self.signal("-TERM");
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(20) {
-            if self.child.try_wait().ok().flatten().is_some() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[tokio::test]
@@ -951,7 +881,6 @@ async fn sigterm_ends_within_the_grace_with_half_sent_requests_and_long_runs() {
         ],
     );
     assert_eq!(code, 0, "{err}");
-    let before = local_sandboxes();
     let mut server = Reaped(
         crate::helpers::console_command(data.path())
             .args(["--listen", "127.0.0.1:0", "--shutdown-grace-secs", "3"])
@@ -992,7 +921,11 @@ async fn sigterm_ends_within_the_grace_with_half_sent_requests_and_long_runs() {
             response.map(|r| r.status().as_u16()).ok()
         })
     };
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    wait_until("the long run to start its sandbox", || {
+        let started = local_sandboxes(data.path()) == 1;
+        async move { started }
+    })
+    .await;
     let stopping = Instant::now();
     Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
@@ -1035,7 +968,7 @@ async fn sigterm_ends_within_the_grace_with_half_sent_requests_and_long_runs() {
             .contains("shutting down"),
         "{rows:?}"
     );
-    assert_eq!(local_sandboxes(), before, "its sandbox is gone");
+    assert_eq!(local_sandboxes(data.path()), 0, "its sandbox is gone");
 }
 
 #[test]

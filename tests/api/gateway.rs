@@ -5,7 +5,9 @@ use serde_json::{json, Value};
 
 use crate::{
     helpers::{spawn_app, spawn_app_with, spawn_app_with_scripted, TestApp},
+    metrics::metric,
     scripted::GOOD_TOKEN,
+    wait::wait_until,
 };
 
 const HELLO: &str = "def main(name):\n    print('hi', name)\n    return {'hello': name}\n";
@@ -430,13 +432,19 @@ async fn a_saturated_local_provider_answers_429_and_run_answers_minus_10() {
         .await;
     assert_eq!(saved.status().as_u16(), 200);
     let key = app.api_key("agent", &["execute"]).await;
-    let slow = json!({"language": "python", "code": "import time\ndef main():\n    time.sleep(3)\n    return 1\n"});
+    // Long enough that the refusals, answered at once, surely come while it runs.
+    let slow = json!({"language": "python", "code": "import time\ndef main():\n    time.sleep(8)\n    return 1\n"});
+    let running = async {
+        wait_until("the slow run to take the only slot", || async {
+            metric(&app, &admin, "sandbox_pool_busy{provider=\"local\"}").await == 1.0
+        })
+        .await
+    };
     let quick = json!({"language": "python", "code": "def main():\n    return 2\n"});
 
-    let (first, second, ragflow) = tokio::join!(
-        execute(&app, &key, slow),
-        async {
-            tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    let (first, (second, ragflow)) = tokio::join!(execute(&app, &key, slow), async {
+        running.await;
+        let second = async {
             let response = app.post_json("/api/v1/execute", &key, &quick).await;
             let retry_after = response.headers().get("retry-after").cloned();
             (
@@ -444,9 +452,8 @@ async fn a_saturated_local_provider_answers_429_and_run_answers_minus_10() {
                 retry_after,
                 response.json::<Value>().await.unwrap(),
             )
-        },
-        async {
-            tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+        };
+        let ragflow = async {
             let code = base64::Engine::encode(
                 &base64::engine::general_purpose::STANDARD,
                 "def main():\n    return 3\n",
@@ -456,8 +463,9 @@ async fn a_saturated_local_provider_answers_429_and_run_answers_minus_10() {
                 .json::<Value>()
                 .await
                 .unwrap()
-        },
-    );
+        };
+        tokio::join!(second, ragflow)
+    });
 
     assert_eq!(
         (first.0, first.1["result"]["value"].as_i64()),

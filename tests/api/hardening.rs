@@ -23,6 +23,7 @@ use crate::{
     helpers::{
         location, spawn_app, spawn_app_with, spawn_app_with_scripted, TestApp, ADMIN, PASSWORD,
     },
+    wait::wait_until,
 };
 
 const HOSTILE: &str = "</textarea><script>alert(1)</script>";
@@ -503,6 +504,22 @@ async fn read_until_closed(stream: &mut TcpStream, within: Duration) -> Option<V
     }
 }
 
+/// `/proc/net/tcp`'s code for an established connection.
+const TCP_ESTABLISHED: u8 = 0x01;
+
+/// The state of the server's end of the loopback connection from `client` to `server` (ports),
+/// as the kernel lists it; `None` once it is gone.
+fn server_side_state(server: u16, client: u16) -> Option<u8> {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let port = |address: &str| u16::from_str_radix(address.rsplit(':').next()?, 16).ok();
+        (port(fields[1])? == server && port(fields[2])? == client)
+            .then(|| u8::from_str_radix(fields[3], 16).ok())
+            .flatten()
+    })
+}
+
 fn host_of(app: &TestApp) -> String {
     app.address.trim_start_matches("http://").to_owned()
 }
@@ -555,27 +572,31 @@ async fn half_sent_headers_and_idle_keep_alive_connections_are_closed() {
 async fn connections_over_the_cap_are_answered_503_at_once_and_the_server_recovers() {
     let app = spawn_app_with(|config| {
         config.max_connections = 20;
-        config.header_read_timeout_secs = 3;
+        // The held connections send nothing: they must not time out while the test runs.
+        config.header_read_timeout_secs = 60;
     })
     .await;
     let mut held = Vec::new();
     for _ in 0..20 {
         held.push(TcpStream::connect(host_of(&app)).await.unwrap());
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
 
+    // Accepted after the 20 before it (the listen queue is first come, first served), so
+    // it finds every slot taken.
     let mut over = TcpStream::connect(host_of(&app)).await.unwrap();
-    let answer = read_until_closed(&mut over, Duration::from_secs(2))
+    // "At once": long before the 60 s a held connection may take to send its headers.
+    let answer = read_until_closed(&mut over, Duration::from_secs(5))
         .await
         .expect("the connection over the cap is answered and closed at once");
     drop(held);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let health = app.get("/healthz").await;
+    wait_until("freed slots to serve again", || async {
+        app.get("/healthz").await.status().as_u16() == 200
+    })
+    .await;
 
     let text = String::from_utf8_lossy(&answer);
     assert!(text.starts_with("HTTP/1.1 503"), "{text}");
     assert!(text.contains("retry-after: 1"), "{text}");
-    assert_eq!(health.status().as_u16(), 200, "freed slots serve again");
 }
 
 #[tokio::test]
@@ -633,7 +654,17 @@ async fn a_client_that_stops_reading_its_answer_is_cut_off() {
         .await
         .unwrap();
 
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Not a byte is read until the server has given up on the connection: its end of it
+    // leaves the established state (closed by the server, the rest of the answer unsent).
+    let (server, client) = (
+        slow.peer_addr().unwrap().port(),
+        slow.local_addr().unwrap().port(),
+    );
+    wait_until("the server to close its end", || {
+        let closed = server_side_state(server, client) != Some(TCP_ESTABLISHED);
+        async move { closed }
+    })
+    .await;
     let received = read_until_closed(&mut slow, Duration::from_secs(20))
         .await
         .expect("the server closed the connection");

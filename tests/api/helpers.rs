@@ -87,8 +87,14 @@ pub fn test_config(data_dir: &TempDir) -> Config {
     config.secure_cookies = false;
     // Tests build the environments they need; none builds RAGFlow's default in the background.
     config.build_default_environment = false;
+    // Run folders of its own, where a test counts them: not the machine's temporary folder.
+    config.run_dir = Some(data_dir.path().join(RUNS));
     config
 }
+
+/// The folder under an app's data directory where its local sandboxes keep their host
+/// folders while they run.
+pub const RUNS: &str = "runs";
 
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
@@ -411,7 +417,9 @@ pub fn console_command(data_dir: &std::path::Path) -> std::process::Command {
         .env_remove("DATABASE_URL")
         .env_remove("SANDBOX_CONSOLE_SECRET_KEY")
         .arg("--data-dir")
-        .arg(data_dir);
+        .arg(data_dir)
+        .arg("--run-dir")
+        .arg(data_dir.join(RUNS));
     if let Some(url) = postgres_url_for(data_dir) {
         command
             .arg("--database-url")

@@ -64,6 +64,11 @@ pub async fn scrape(app: &TestApp, key: &str) -> BTreeMap<String, f64> {
     parse(&response.text().await.unwrap())
 }
 
+/// One sample of a metric from `/metrics` (read with an admin key), 0 when absent.
+pub async fn metric(app: &TestApp, admin: &str, series: &str) -> f64 {
+    scrape(app, admin).await.get(series).copied().unwrap_or(0.0)
+}
+
 #[tokio::test]
 async fn counters_move_after_an_execution() {
     let app = spawn_app().await;

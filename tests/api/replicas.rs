@@ -11,9 +11,12 @@ use serde_json::{json, Value};
 use sqlx::AnyPool;
 use tempfile::TempDir;
 
-use crate::helpers::{
-    listening_address, on_postgres, postgres_url_for, TestApp, ADMIN, BIN, PASSWORD,
-    TEST_SECRET_KEY,
+use crate::{
+    helpers::{
+        listening_address, on_postgres, postgres_url_for, TestApp, ADMIN, BIN, PASSWORD, RUNS,
+        TEST_SECRET_KEY,
+    },
+    wait::wait_until,
 };
 
 /// One console process; killed (SIGKILL) when dropped.
@@ -36,6 +39,13 @@ impl Drop for Replica {
     }
 }
 
+impl Replica {
+    /// Its local sandboxes running now (each keeps a folder in its run folder meanwhile).
+    fn sandboxes(&self) -> usize {
+        std::fs::read_dir(self._data_dir.path().join(RUNS)).map_or(0, |dir| dir.count())
+    }
+}
+
 /// Starts `names.len()` consoles on the database `url` at once (so they race for the
 /// migrations and the first administrator as replicas of one deployment do).
 fn start_replicas(url: &str, names: &[&str], extra: &[&str]) -> Vec<Replica> {
@@ -47,6 +57,8 @@ fn start_replicas(url: &str, names: &[&str], extra: &[&str]) -> Vec<Replica> {
                 .args(["--listen", "127.0.0.1:0", "--replica-name", name])
                 .arg("--data-dir")
                 .arg(data_dir.path())
+                .arg("--run-dir")
+                .arg(data_dir.path().join(RUNS))
                 .arg("--database-url")
                 .arg(url)
                 .args(extra)
@@ -250,7 +262,7 @@ async fn three_replicas_on_one_database_agree() {
             let app = app.same_session();
             let key = key.clone();
             let code = format!(
-                "import time\ndef main():\n    time.sleep(1.5)\n    return 'replica {n} run {i}'\n"
+                "import time\ndef main():\n    time.sleep(5)\n    return 'replica {n} run {i}'\n"
             );
             let body = json!({"language": "python", "code": code.clone()});
             // Requests to the replica that is killed fail; they must not panic the task.
@@ -269,7 +281,11 @@ async fn three_replicas_on_one_database_agree() {
             runs.push((n, code, run));
         }
     }
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    wait_until("runs to be under way on all three", || {
+        let under_way = replicas.iter().all(|replica| replica.sandboxes() > 0);
+        async move { under_way }
+    })
+    .await;
     let mut replicas = replicas;
     let mut killed = replicas.remove(0);
     killed.child.kill().unwrap();

@@ -17,6 +17,7 @@ use serde_json::{json, Map, Value};
 use crate::{
     fakes::executor_manager,
     helpers::{run_once as run, spawn_app},
+    wait::wait_until,
 };
 
 fn provider(endpoint: &str, extra: Value) -> SelfManagedProvider {
@@ -513,7 +514,8 @@ async fn the_schema_is_the_seeds_with_pool_size_as_a_real_cap_and_rejects_a_bad_
 #[tokio::test]
 async fn pool_size_caps_the_runs_sent_to_the_executor_at_once() {
     let fake = executor_manager::start(None).await;
-    fake.knobs.lock().unwrap().delay = Some(Duration::from_millis(1500));
+    // Long enough that the second run, refused at once, surely comes while it runs.
+    fake.knobs.lock().unwrap().delay = Some(Duration::from_secs(5));
     let provider = std::sync::Arc::new(provider(
         &fake.url(),
         json!({ "pool_size": 1, "queue_wait_secs": 0 }),
@@ -524,7 +526,10 @@ async fn pool_size_caps_the_runs_sent_to_the_executor_at_once() {
         let (provider, code) = (provider.clone(), code.clone());
         tokio::spawn(async move { run(provider.as_ref(), &code).await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_until("the first run to take the only slot", || async {
+        provider.pool_state().is_some_and(|p| p.busy == 1)
+    })
+    .await;
     let busy_pool = provider.pool_state();
     let second = run(provider.as_ref(), &code).await;
     let first = first.await.unwrap();
