@@ -1,6 +1,11 @@
 # The two commands the README promises: `make run` and `make test`.
 .PHONY: run test check busy-check setup build release lint unit bench bench-smoke e2e clean docker docker-check deploy-check postgres runtime-image
 
+# Compiled dependencies are cached across clones and runs by sccache (scripts/setup.sh installs
+# it): a fresh clone compiles only this crate. Without it (the first run on a machine), cargo
+# compiles everything, as it would anyway.
+export RUSTC_WRAPPER ?= $(shell command -v sccache 2>/dev/null)
+
 # The default environment (numpy, pandas, matplotlib, requests; axios) is built first, with its
 # log on the terminal, so the first trial can import pandas; if it cannot be built (no network),
 # the console still starts and runs use the bare interpreter.
@@ -17,7 +22,7 @@ run: build
 test: build lint
 	@if scripts/docker.sh running; then docker=keep; else docker=stop; fi; \
 	if scripts/postgres.sh running; then postgres=keep; else postgres=stop; fi; \
-	trap 'scripts/bystander.sh stop >/dev/null 2>&1 || true; if [ $$docker = stop ]; then scripts/docker.sh down; fi; if [ $$postgres = stop ]; then scripts/postgres.sh down; fi' EXIT; \
+	trap 'scripts/bystander.sh stop >/dev/null 2>&1 || true; if [ -n "$$RUSTC_WRAPPER" ]; then $$RUSTC_WRAPPER --stop-server >/dev/null 2>&1 || true; fi; if [ $$docker = stop ]; then scripts/docker.sh down; fi; if [ $$postgres = stop ]; then scripts/postgres.sh down; fi' EXIT; \
 	scripts/docker.sh up || exit 1; \
 	scripts/postgres.sh up || exit 1; \
 	scripts/bystander.sh start --minutes 60 || exit 1; \

@@ -48,6 +48,13 @@ if [ "$have" != "$want" ]; then
   cargo install wasm-bindgen-cli --version "$want" --force
 fi
 
+# The compiler cache the Makefile puts in front of rustc (RUSTC_WRAPPER): dependencies compiled
+# once per machine, not once per clone. Only its local disk cache is built in.
+if ! command -v sccache >/dev/null; then
+  log "installing sccache (a compiler cache; takes about 4 minutes, once)"
+  cargo install sccache --locked --no-default-features
+fi
+
 if [ "${1:-}" = "--e2e" ]; then
   if [ ! -x /usr/bin/chromium ]; then
     log "installing Debian chromium"
