@@ -21,14 +21,14 @@ start_console() {
   shift 3
   "$bin" --data-dir "$dir/data" configure --provider "$provider" --activate "$@" >"$dir/configure.log" 2>&1 \
     || { cat "$dir/configure.log" >&2; return 1; }
-  "$bin" --data-dir "$dir/data" api-key create bystander --scope execute >"$dir/key" 2>"$dir/key.log" \
+  "$bin" --data-dir "$dir/data" api-key create --name bystander --scope execute >"$dir/key" 2>"$dir/key.log" \
     || { cat "$dir/key.log" >&2; return 1; }
   ADMIN_USERNAME=admin ADMIN_PASSWORD="bystander-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
     RUST_LOG=warn,libcgroups=error "$bin" --listen 127.0.0.1:0 --data-dir "$dir/data" >"$dir/server.log" 2>&1 &
   echo $! >"$dir/pid"
   local address=
   for _ in $(seq 1 300); do
-    address=$(sed -n 's/^sandbox-console listening on //p' "$dir/server.log")
+    address=$(sed -n 's/^sandbox-console listening on //p' "$dir/server.log" 2>/dev/null || true)
     [ -n "$address" ] && break
     kill -0 "$(cat "$dir/pid")" 2>/dev/null || { cat "$dir/server.log" >&2; return 1; }
     sleep 0.1

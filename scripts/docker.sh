@@ -159,16 +159,26 @@ case "${1:-}" in
       owner=$(docker inspect -f '{{ index .Config.Labels "sandbox-console.owner" }}' "$id" 2>/dev/null) || continue
       owner_alive "$owner" || left+=("$id")
     done
-    containers=$(docker ps -aq --no-trunc)
-    shims=()
-    for pid in $(pgrep -f 'containerd-shim|runsc-sandbox|runsc-gofer' || true); do
-      cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
-      owned=no
-      for id in $containers; do
-        case "$cmdline" in *"$id"*) owned=yes; break ;; esac
+    # A shim of a container removed a moment ago (a live console's churn) is on its way out:
+    # one still there, of no container, three seconds later is stray.
+    stray_shims() {
+      local containers pid cmdline owned id
+      containers=$(docker ps -aq --no-trunc)
+      for pid in "$@"; do
+        [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && continue
+        cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+        owned=no
+        for id in $containers; do
+          case "$cmdline" in *"$id"*) owned=yes; break ;; esac
+        done
+        [ $owned = yes ] || echo "$pid"
       done
-      [ $owned = yes ] || shims+=("$pid")
-    done
+    }
+    shims=($(stray_shims $(pgrep -f 'containerd-shim|runsc-sandbox|runsc-gofer' || true)))
+    if [ ${#shims[@]} -gt 0 ]; then
+      sleep 3
+      shims=($(stray_shims "${shims[@]}"))
+    fi
     if [ ${#left[@]} -gt 0 ] || [ ${#shims[@]} -gt 0 ]; then
       echo "docker: left behind: containers [${left[*]}], shim/runsc processes [${shims[*]}]" >&2
       docker ps -a --filter label=sandbox-console.managed=1 >&2 || true
