@@ -573,8 +573,10 @@ async fn a_dockerd_restart_fails_the_run_in_flight_and_the_pool_rebuilds() {
             try_run(&provider, Language::Python, "import time\ntime.sleep(20)\n").await
         })
     };
-    wait_until("the run to hold its container", || async {
-        provider.pool_state().is_some_and(|pool| pool.busy == 1)
+    // The idle container runs only tini and sleep: python is the run.
+    wait_until("the program to run in its container", || {
+        let running = daemon.runs("python");
+        async move { running }
     })
     .await;
 

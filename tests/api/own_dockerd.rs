@@ -61,6 +61,22 @@ impl OwnDockerd {
         );
     }
 
+    /// Whether a process whose command line contains `needle` runs in one of its containers.
+    pub fn runs(&self, needle: &str) -> bool {
+        let host = self.host();
+        let docker = |args: &[&str]| {
+            Command::new("docker")
+                .args(["--host", &host])
+                .args(args)
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default()
+        };
+        docker(&["ps", "-q"])
+            .lines()
+            .any(|id| docker(&["top", id]).contains(needle))
+    }
+
     /// Stops the daemon (its containers die with it, as on a host's dockerd restart) and
     /// starts it again on the same roots.
     pub fn restart(&mut self) {

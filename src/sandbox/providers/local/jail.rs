@@ -377,6 +377,8 @@ fn run_in(
     } else {
         config.run_dir.clone()
     };
+    std::fs::create_dir_all(&run_dir)
+        .map_err(|e| format!("cannot create the run folder {}: {e}", run_dir.display()))?;
     let host = tempfile::Builder::new()
         .prefix(RUN_FOLDER_PREFIX)
         .tempdir_in(&run_dir)
