@@ -24,7 +24,8 @@ const slot = Number(process.env.TEST_PARALLEL_INDEX ?? 0);
 export default defineConfig({
   testDir: './tests',
   outputDir: './test-results',
-  timeout: 30_000,
+  // Two workers share two cores with two consoles: a step waits longer than alone.
+  timeout: 60_000,
   expect: { timeout: 10_000 },
   workers: servers.length,
   retries: 0,

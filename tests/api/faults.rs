@@ -660,36 +660,45 @@ async fn concurrent_admin_saves_leave_the_latest_stored_settings_running() {
     }
 }
 
-/// Stops (SIGSTOP) every process in the tree under `root` whose command is not python or
-/// node: the sandbox supervisors, never the programs.
-fn freeze_supervisors(root: u32) -> Vec<u32> {
-    let mut frozen = Vec::new();
-    let mut queue = vec![root];
-    while let Some(pid) = queue.pop() {
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .into_iter()
-            .flatten()
-            .flatten();
-        for task in tasks {
-            let children =
-                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-            for child in children
+/// The processes `pid`'s threads started.
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|task| {
+            std::fs::read_to_string(task.path().join("children"))
+                .unwrap_or_default()
                 .split_whitespace()
                 .filter_map(|c| c.parse::<u32>().ok())
-            {
-                let comm =
-                    std::fs::read_to_string(format!("/proc/{child}/comm")).unwrap_or_default();
-                if !comm.starts_with("python") && !comm.starts_with("node") && child != root {
-                    if pid == root {
-                        Command::new("kill")
-                            .args(["-STOP", &child.to_string()])
-                            .status()
-                            .unwrap();
-                        frozen.push(child);
-                    }
-                    queue.push(child);
-                }
-            }
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn is_program(pid: u32) -> bool {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    comm.starts_with("python") || comm.starts_with("node")
+}
+
+/// Whether a python or node program runs somewhere under `pid`.
+fn runs_a_program(pid: u32) -> bool {
+    children_of(pid)
+        .into_iter()
+        .any(|child| is_program(child) || runs_a_program(child))
+}
+
+/// Stops (SIGSTOP) the sandbox supervisors under `root`: its children that are not programs
+/// themselves and already run one (so a process is never caught between fork and exec).
+fn freeze_supervisors(root: u32) -> Vec<u32> {
+    let mut frozen = Vec::new();
+    for child in children_of(root) {
+        if !is_program(child) && runs_a_program(child) {
+            Command::new("kill")
+                .args(["-STOP", &child.to_string()])
+                .status()
+                .unwrap();
+            frozen.push(child);
         }
     }
     frozen
