@@ -166,6 +166,7 @@ impl ApiKeys {
 struct ApiLimiter {
     per_minute: u32,
     seen: Mutex<HashMap<i64, VecDeque<Instant>>>,
+    clock: crate::server::clock::Clock,
 }
 
 const WINDOW: Duration = Duration::from_secs(60);
@@ -175,6 +176,7 @@ impl ApiLimiter {
         ApiLimiter {
             per_minute,
             seen: Mutex::default(),
+            clock: crate::server::clock::Clock::default(),
         }
     }
 
@@ -183,7 +185,7 @@ impl ApiLimiter {
         if self.per_minute == 0 {
             return Ok(());
         }
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut seen = self.seen.lock().expect("API limiter lock");
         let times = seen.entry(key_id).or_default();
         while times.front().is_some_and(|t| now - *t >= WINDOW) {
@@ -230,5 +232,25 @@ mod tests {
         assert!(wait > Duration::from_secs(50), "{wait:?}");
         assert!(limiter.check(2).is_ok(), "other keys keep their own budget");
         assert!(ApiLimiter::new(0).check(1).is_ok());
+    }
+
+    #[test]
+    fn the_window_slides_and_the_wait_says_until_when() {
+        let (clock, hand) = crate::server::clock::Clock::manual();
+        let limiter = ApiLimiter {
+            clock,
+            ..ApiLimiter::new(2)
+        };
+        assert!(limiter.check(1).is_ok());
+        hand.advance(Duration::from_secs(20));
+        assert!(limiter.check(1).is_ok());
+        hand.advance(Duration::from_secs(10));
+        assert_eq!(limiter.check(1), Err(Duration::from_secs(30)));
+        hand.advance(Duration::from_secs(30));
+        assert!(
+            limiter.check(1).is_ok(),
+            "the first request left the window"
+        );
+        assert_eq!(limiter.check(1), Err(Duration::from_secs(20)));
     }
 }
