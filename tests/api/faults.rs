@@ -538,7 +538,9 @@ async fn saving_docker_settings_under_a_stream_of_runs_fails_no_run() {
         let answered = Arc::new(AtomicUsize::new(0));
         let mut streams = Vec::new();
         for stream in 0..4 {
-            let (app, key, saving) = (app.sibling(), key.clone(), saving.clone());
+            // A run may queue for the whole queue wait (60 s) behind pools the saves replace.
+            let app = app.patient_sibling(Duration::from_secs(180));
+            let (key, saving) = (key.clone(), saving.clone());
             let answered = answered.clone();
             streams.push(tokio::spawn(async move {
                 let mut answers = Vec::new();

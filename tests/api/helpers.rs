@@ -173,9 +173,13 @@ async fn spawn_app_full(
 }
 
 fn client_with(jar: Arc<reqwest::cookie::Jar>) -> reqwest::Client {
+    // A request that hangs fails the test instead of stalling the whole run.
+    client_waiting(jar, std::time::Duration::from_secs(60))
+}
+
+fn client_waiting(jar: Arc<reqwest::cookie::Jar>, timeout: std::time::Duration) -> reqwest::Client {
     reqwest::Client::builder()
-        // A request that hangs fails the test instead of stalling the whole run.
-        .timeout(std::time::Duration::from_secs(60))
+        .timeout(timeout)
         .cookie_provider(jar)
         .redirect(Policy::none())
         .build()
@@ -352,6 +356,17 @@ impl TestApp {
     }
 
     /// A second client on the same server, with its own cookies.
+    /// [`Self::sibling`] whose requests may take up to `timeout` (runs that may queue longer
+    /// than the usual minute).
+    pub fn patient_sibling(&self, timeout: std::time::Duration) -> TestApp {
+        let jar = Arc::new(reqwest::cookie::Jar::default());
+        TestApp {
+            client: client_waiting(jar.clone(), timeout),
+            jar,
+            ..self.sibling()
+        }
+    }
+
     pub fn sibling(&self) -> TestApp {
         let jar = Arc::new(reqwest::cookie::Jar::default());
         TestApp {
