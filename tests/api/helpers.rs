@@ -172,9 +172,11 @@ async fn spawn_app_full(
     }
 }
 
+/// A request that hangs fails the test instead of stalling the whole run.
+const CLIENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 fn client_with(jar: Arc<reqwest::cookie::Jar>) -> reqwest::Client {
-    // A request that hangs fails the test instead of stalling the whole run.
-    client_waiting(jar, std::time::Duration::from_secs(60))
+    client_waiting(jar, CLIENT_TIMEOUT)
 }
 
 fn client_waiting(jar: Arc<reqwest::cookie::Jar>, timeout: std::time::Duration) -> reqwest::Client {
@@ -361,22 +363,17 @@ impl TestApp {
     pub fn patient_sibling(&self, timeout: std::time::Duration) -> TestApp {
         let jar = Arc::new(reqwest::cookie::Jar::default());
         TestApp {
-            client: client_waiting(jar.clone(), timeout),
-            jar,
-            ..self.sibling()
-        }
-    }
-
-    pub fn sibling(&self) -> TestApp {
-        let jar = Arc::new(reqwest::cookie::Jar::default());
-        TestApp {
             address: self.address.clone(),
             metrics_address: self.metrics_address.clone(),
             pool: self.pool.clone(),
             data_dir: tempfile::tempdir().unwrap(),
-            client: client_with(jar.clone()),
+            client: client_waiting(jar.clone(), timeout),
             jar,
         }
+    }
+
+    pub fn sibling(&self) -> TestApp {
+        self.patient_sibling(CLIENT_TIMEOUT)
     }
 
     /// POSTs `body` as JSON to `path` with `key` as a bearer token (none when empty).
