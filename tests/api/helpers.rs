@@ -357,7 +357,6 @@ impl TestApp {
         }
     }
 
-    /// A second client on the same server, with its own cookies.
     /// [`Self::sibling`] whose requests may take up to `timeout` (runs that may queue longer
     /// than the usual minute).
     pub fn patient_sibling(&self, timeout: std::time::Duration) -> TestApp {
@@ -372,6 +371,7 @@ impl TestApp {
         }
     }
 
+    /// A second client on the same server, with its own cookies.
     pub fn sibling(&self) -> TestApp {
         self.patient_sibling(CLIENT_TIMEOUT)
     }
