@@ -1,5 +1,5 @@
 # The two commands the README promises: `make run` and `make test`.
-.PHONY: run test check busy-check setup build release lint unit bench bench-smoke e2e clean docker docker-check deploy-check postgres runtime-image
+.PHONY: run test check busy-check setup build release lint unit bench bench-smoke e2e clean docker docker-check deploy-check postgres runtime-image fmt lint-ssr lint-hydrate lanes front-lane server-lane
 
 # Compiled dependencies are cached across clones and runs by sccache (scripts/setup.sh installs
 # it): a fresh clone compiles only this crate. Without it (the first run on a machine), cargo
@@ -19,7 +19,7 @@ run: build
 # runs beside the whole suite, as another console on the same machine would: the tests must
 # mind only what they made, and every one of its runs must succeed. Leftover sandbox
 # containers or shims of consoles that are gone fail the run.
-test: build lint
+test: setup fmt lanes
 	@if scripts/docker.sh running; then docker=keep; else docker=stop; fi; \
 	if scripts/postgres.sh running; then postgres=keep; else postgres=stop; fi; \
 	trap 'scripts/bystander.sh stop >/dev/null 2>&1 || true; if [ -n "$$RUSTC_WRAPPER" ]; then $$RUSTC_WRAPPER --stop-server >/dev/null 2>&1 || true; fi; if [ $$docker = stop ]; then scripts/docker.sh down; fi; if [ $$postgres = stop ]; then scripts/postgres.sh down; fi' EXIT; \
@@ -28,12 +28,24 @@ test: build lint
 	scripts/bystander.sh start --minutes 60 || exit 1; \
 	$(MAKE) unit docker-check deploy-check bench-smoke e2e && scripts/bystander.sh stop && scripts/docker.sh check
 
+# The compiling of `make test` in two lanes side by side, one per core, each in a target
+# directory of its own: the browser bundle and its lint; the server with every test and
+# example binary, then its lint. (One lane alone leaves a core idle through most of a compile.)
+lanes:
+	$(MAKE) --no-print-directory -j2 front-lane server-lane
+
+front-lane:
+	scripts/build.sh front
+	$(MAKE) --no-print-directory lint-hydrate
+
+server-lane:
+	cargo build --features ssr --all-targets
+	$(MAKE) --no-print-directory lint-ssr
+
 # The edit loop: formatting, both lints, the unit tests and the integration tests that need
 # neither dockerd nor PostgreSQL (nextest's `check` profile). A few minutes when warm.
-check:
-	cargo fmt --check
-	cargo clippy --features ssr --all-targets -- -D warnings
-	cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features hydrate --target-dir target/front -- -D warnings
+check: fmt
+	$(MAKE) --no-print-directory -j2 lint-ssr lint-hydrate
 	cargo nextest run --features ssr --lib --bins
 	cargo nextest run --features ssr --test api --profile check
 
@@ -53,9 +65,15 @@ build: setup
 release: setup
 	scripts/build.sh --release
 
-lint:
+lint: fmt lint-ssr lint-hydrate
+
+fmt:
 	cargo fmt --check
+
+lint-ssr:
 	cargo clippy --features ssr --all-targets -- -D warnings
+
+lint-hydrate:
 	cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features hydrate --target-dir target/front -- -D warnings
 
 # Unit tests, then the integration suite under cargo-nextest (.config/nextest.toml): each

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-#! Runs the Playwright suite (JS on and JS off) in E2E_WORKERS parallel workers (default 1), each
+#! Runs the Playwright suite (JS on and JS off) in E2E_WORKERS parallel workers (default 2), each
 #! against a freshly started server of its own with its own temporary data directory (so no
 #! worker sees another's settings, keys or accounts). Expects scripts/build.sh to have run.
 #! Usage: scripts/e2e.sh [path/to/sandbox-console]
@@ -12,7 +12,7 @@ bin=${1:-target/debug/sandbox-console}
 data=$(mktemp -d)
 fakes_log="$data/fakes.log"
 
-workers=${E2E_WORKERS:-1}
+workers=${E2E_WORKERS:-2}
 pids=()
 fakes_pid=
 cleanup() {
