@@ -1,5 +1,5 @@
 # The two commands the README promises: `make run` and `make test`.
-.PHONY: run test check busy-check setup build release lint unit bench bench-smoke e2e clean docker docker-check deploy-check postgres runtime-image fmt lint-ssr lint-hydrate lanes front-lane server-lane
+.PHONY: run test check busy-check setup build release lint unit bench bench-smoke e2e clean docker docker-check deploy-check postgres runtime-image fmt lint-ssr lint-hydrate lanes front-lane server-lane unit-sqlite unit-postgres
 
 # Compiled dependencies are cached across clones and runs by sccache (scripts/setup.sh installs
 # it): a fresh clone compiles only this crate. Without it (the first run on a machine), cargo
@@ -18,7 +18,8 @@ run: build
 # started them. A bystander console (scripts/bystander.sh: local and docker runs in a loop)
 # runs beside the whole suite, as another console on the same machine would: the tests must
 # mind only what they made, and every one of its runs must succeed. Leftover sandbox
-# containers or shims of consoles that are gone fail the run.
+# containers or shims of consoles that are gone fail the run. The PostgreSQL pass and the
+# browser tests run side by side: each leaves most of a core idle while it waits.
 test: setup fmt lanes
 	@if scripts/docker.sh running; then docker=keep; else docker=stop; fi; \
 	if scripts/postgres.sh running; then postgres=keep; else postgres=stop; fi; \
@@ -26,7 +27,8 @@ test: setup fmt lanes
 	scripts/docker.sh up || exit 1; \
 	scripts/postgres.sh up || exit 1; \
 	scripts/bystander.sh start --minutes 60 || exit 1; \
-	$(MAKE) unit docker-check deploy-check bench-smoke e2e && scripts/bystander.sh stop && scripts/docker.sh check
+	$(MAKE) --no-print-directory unit-sqlite && $(MAKE) --no-print-directory -j2 unit-postgres e2e && \
+	$(MAKE) --no-print-directory docker-check deploy-check bench-smoke && scripts/bystander.sh stop && scripts/docker.sh check
 
 # The compiling of `make test` in two lanes side by side, one per core, each in a target
 # directory of its own: the browser bundle and its lint; the server with every test and
@@ -80,9 +82,13 @@ lint-hydrate:
 # test a process of its own, four at a time, each ended and named after four minutes. It
 # runs on SQLite files, then on PostgreSQL (a schema per test) for the tests that touch a
 # database.
-unit: docker postgres
+unit: unit-sqlite unit-postgres
+
+unit-sqlite: docker postgres
 	cargo nextest run --features ssr --lib --bins
 	cargo nextest run --features ssr --test api
+
+unit-postgres: docker postgres
 	SANDBOX_CONSOLE_TEST_POSTGRES="$$(scripts/postgres.sh url)" cargo nextest run --features ssr --test api --profile postgres
 
 # The benchmark harness; writes BENCHMARKS.md (commit it with the machine's numbers). The
