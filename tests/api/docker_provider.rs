@@ -290,7 +290,11 @@ async fn hostile_programs_get_typed_statuses_and_nothing_escapes() {
         ];
         std::env::set_var("SANDBOX_TEST_CANARY", "CANARY-secret");
         for (name, language, code, check) in cases {
-            let result = run(&provider, language, code).await;
+            let result = try_run(&provider, language, code)
+                .await
+                .unwrap_or_else(|error| {
+                    panic!("{runtime}, {name}: the provider runs it: {error:?}")
+                });
             assert!(
                 check(&result),
                 "{runtime}, {name}: status {:?}, result {}, stdout {:?}, stderr {:?}",

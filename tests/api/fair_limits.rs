@@ -1,10 +1,14 @@
 //! Limits that hold for everyone (2026-12-06 findings, item 9): one client holding and
 //! re-opening connections does not keep others out (a per-address cap), and a frozen dockerd
-//! answers a run at its own deadline plus a small margin, not after the queue wait as well.
+//! answers a run at its own deadline plus a small margin, not after the queue wait as well;
+//! a slow one that keeps answering (a busy machine) finishes the run.
 
 use std::{
     path::PathBuf,
-    sync::Arc,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
     time::{Duration, Instant},
 };
 
@@ -87,10 +91,12 @@ async fn one_address_holding_connections_leaves_room_for_everyone_else() {
 }
 
 /// A socket in front of the real dockerd that forwards every byte until it is frozen; then it
-/// forwards nothing more (as a SIGSTOPped dockerd answers nothing).
+/// forwards nothing more (as a SIGSTOPped dockerd answers nothing). Slowed, it holds each
+/// piece of every answer a while before passing it on (as a daemon on a busy machine does).
 struct FreezableDocker {
     path: PathBuf,
     frozen: watch::Sender<bool>,
+    delay_ms: Arc<AtomicU64>,
     _dir: tempfile::TempDir,
 }
 
@@ -101,9 +107,12 @@ impl FreezableDocker {
         let listener = UnixListener::bind(&path).unwrap();
         let frozen = watch::channel(false).0;
         let gate = frozen.clone();
+        let delay_ms = Arc::new(AtomicU64::new(0));
+        let delay = delay_ms.clone();
         tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {
                 let gate = gate.subscribe();
+                let delay = delay.clone();
                 tokio::spawn(async move {
                     let Ok(outbound) = UnixStream::connect("/var/run/docker.sock").await else {
                         return;
@@ -112,7 +121,8 @@ impl FreezableDocker {
                     let (out_read, out_write) = outbound.into_split();
                     let pipe = |mut from: tokio::net::unix::OwnedReadHalf,
                                 mut to: tokio::net::unix::OwnedWriteHalf,
-                                mut gate: watch::Receiver<bool>| async move {
+                                mut gate: watch::Receiver<bool>,
+                                delay: Option<Arc<AtomicU64>>| async move {
                         let mut buffer = vec![0u8; 64 * 1024];
                         loop {
                             let Ok(n) = from.read(&mut buffer).await else {
@@ -123,13 +133,17 @@ impl FreezableDocker {
                             }
                             // Frozen: hold the bytes forever, as a stopped daemon does.
                             let _ = gate.wait_for(|frozen| !frozen).await;
+                            if let Some(delay) = &delay {
+                                let ms = delay.load(Ordering::SeqCst);
+                                tokio::time::sleep(Duration::from_millis(ms)).await;
+                            }
                             if to.write_all(&buffer[..n]).await.is_err() {
                                 return;
                             }
                         }
                     };
-                    let up = pipe(in_read, out_write, gate.clone());
-                    let down = pipe(out_read, in_write, gate);
+                    let up = pipe(in_read, out_write, gate.clone(), None);
+                    let down = pipe(out_read, in_write, gate, Some(delay));
                     tokio::join!(up, down);
                 });
             }
@@ -137,6 +151,7 @@ impl FreezableDocker {
         FreezableDocker {
             path,
             frozen,
+            delay_ms,
             _dir: dir,
         }
     }
@@ -148,11 +163,24 @@ impl FreezableDocker {
     fn freeze(&self, frozen: bool) {
         self.frozen.send_replace(frozen);
     }
+
+    /// Every piece of every answer from now on waits `delay` before it is passed on.
+    fn slow(&self, delay: Duration) {
+        self.delay_ms
+            .store(delay.as_millis() as u64, Ordering::SeqCst);
+    }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_frozen_dockerd_answers_a_run_at_its_own_deadline() {
-    let docker = Arc::new(FreezableDocker::start());
+type Console = (
+    crate::helpers::TestApp,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+    String,
+);
+
+/// A console on docker through `docker`, its one pooled container warm and waiting; with the
+/// key that runs code.
+async fn console_through(docker: &FreezableDocker) -> Console {
     let (app, stop, running) =
         crate::helpers::spawn_app_stoppable(tempfile::tempdir().unwrap(), |_| {}).await;
     let admin = app.api_key("ops", &["admin"]).await;
@@ -189,6 +217,14 @@ async fn a_frozen_dockerd_answers_a_run_at_its_own_deadline() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
+    (app, stop, running, key)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_dockerd_answers_a_run_at_its_own_deadline() {
+    let docker = Arc::new(FreezableDocker::start());
+    let (app, stop, running, key) = console_through(&docker).await;
+
     docker.freeze(true);
     let started = Instant::now();
     let response = app
@@ -209,6 +245,44 @@ async fn a_frozen_dockerd_answers_a_run_at_its_own_deadline() {
         took < Duration::from_secs(2 + 8 + 5),
         "a 2 s run on a frozen dockerd answered after {took:?}"
     );
+    stop.send(()).unwrap();
+    running.await.unwrap().unwrap();
+    assert_eq!(
+        our_containers(),
+        Vec::<String>::new(),
+        "nothing outlives the console"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_dockerd_that_keeps_answering_finishes_the_run() {
+    let docker = Arc::new(FreezableDocker::start());
+    let (app, stop, running, key) = console_through(&docker).await;
+
+    // Each answer of the run (the exec created, started, its output, its exit code) comes 4 s
+    // late: the run takes longer than its 5 s timeout and the 8 s margin together, yet dockerd
+    // is never quiet for that long.
+    docker.slow(Duration::from_secs(4));
+    let started = Instant::now();
+    let response = app
+        .post_json(
+            "/api/v1/execute",
+            &key,
+            &json!({"language": "python", "code": "def main():\n    return 41 + 1\n", "timeout": 5}),
+        )
+        .await;
+    let took = started.elapsed();
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    docker.slow(Duration::ZERO);
+
+    assert!(
+        took > Duration::from_secs(5 + 8),
+        "the slow daemon answered within {took:?}"
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "success", "{body}");
+    assert_eq!(body["result"]["value"], 42, "{body}");
     stop.send(()).unwrap();
     running.await.unwrap().unwrap();
     assert_eq!(

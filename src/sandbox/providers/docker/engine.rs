@@ -329,6 +329,7 @@ pub async fn run_job(
     flag: &str,
     timeout: Duration,
     max_output: usize,
+    beat: &super::Heartbeat,
 ) -> Result<RawRun, DockerError> {
     let cmd: Vec<String> = match job.language {
         Language::Python => vec![
@@ -350,6 +351,7 @@ pub async fn run_job(
     let started = Instant::now();
     let started_at = SystemTime::now();
     let (exec_id, mut output, mut input) = start_exec(docker, id, cmd, true).await?;
+    beat.beat();
 
     let mut stdout = Capped::default();
     let mut stderr = Capped::default();
@@ -362,6 +364,7 @@ pub async fn run_job(
     };
     let read = async {
         while let Some(frame) = output.next().await {
+            beat.beat();
             match frame {
                 Ok(bollard::container::LogOutput::StdOut { message }) => {
                     stdout.push(&message, max_output)
@@ -388,7 +391,9 @@ pub async fn run_job(
     let watch = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
         loop {
-            if !super::inspect::running(docker, id).await.unwrap_or(true) {
+            let running = super::inspect::running(docker, id).await;
+            beat.beat();
+            if !running.unwrap_or(true) {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
@@ -417,6 +422,7 @@ pub async fn run_job(
     } else {
         exit_code(docker, &exec_id).await?
     };
+    beat.beat();
     Ok(RawRun {
         stdout: String::from_utf8_lossy(&stdout.kept).into_owned(),
         stderr: String::from_utf8_lossy(&stderr.kept).into_owned(),

@@ -6,6 +6,7 @@ mod config;
 mod engine;
 mod error;
 mod health;
+mod heartbeat;
 mod inspect;
 mod owner;
 mod pool;
@@ -40,12 +41,14 @@ use crate::{
     },
 };
 use engine::Engine;
+use heartbeat::Heartbeat;
 use pool::Pool;
 
 pub const KIND: &str = "docker";
 
-/// What a run may take past its own timeout once it has a container: a replacement's cold
-/// start (a second or two under gVisor), the verdict's inspects, the artifacts.
+/// How long past its own timeout a run may go without an answer from dockerd once it has a
+/// container (a replacement's cold start, the verdict's inspects, the artifacts each answer in
+/// far less): a frozen daemon is given up on then; a slow one that keeps answering is not.
 pub const RUN_MARGIN: Duration = Duration::from_secs(8);
 
 /// What `runsc exec` prints when the sandbox under it died (an OOM kill takes it down whole).
@@ -234,6 +237,7 @@ impl DockerProvider {
         lease: &mut pool::Lease,
         request: &ExecRequest,
         timeout: Duration,
+        beat: &Heartbeat,
     ) -> Result<(ExecutionResult, bool), Error> {
         let config = &self.shared.config;
         let pool = self.pool(request.language);
@@ -242,14 +246,20 @@ impl DockerProvider {
         let flag = format!("{}artifacts", job.marker);
         let max_output = config.max_output_bytes as usize;
         let mut session = self.connect(&docker, lease).await;
+        beat.beat();
         if session.is_err() {
             // An idle container that died behind our back has no namespace left either.
             pool.replace(&self.shared, lease).await?;
+            beat.beat();
             session = self.connect(&docker, lease).await;
+            beat.beat();
         }
         let session = session?;
-        let raw = match engine::run_job(&docker, &lease.id, &job, &flag, timeout, max_output).await
-        {
+        let job_run = |lease_id: String| {
+            let (docker, job, flag) = (&docker, &job, &flag);
+            async move { engine::run_job(docker, &lease_id, job, flag, timeout, max_output, beat).await }
+        };
+        let raw = match job_run(lease.id.clone()).await {
             Err(error) if error.container_gone() && session.is_none() => {
                 // An idle container died behind our back: replace it once and run there.
                 tracing::info!(
@@ -257,7 +267,8 @@ impl DockerProvider {
                     "a pooled container was gone; replacing it"
                 );
                 pool.replace(&self.shared, lease).await?;
-                engine::run_job(&docker, &lease.id, &job, &flag, timeout, max_output).await?
+                beat.beat();
+                job_run(lease.id.clone()).await?
             }
             other => other?,
         };
@@ -278,10 +289,13 @@ impl DockerProvider {
         // runsc says so when it lost its sandbox; the daemon may still call the container
         // running for a moment, so its state is read again until it agrees.
         let sandbox_lost = stderr.contains(RUNSC_LOST_SANDBOX);
+        let state = || async {
+            let state = inspect::state(&docker, &lease.id).await;
+            beat.beat();
+            state.unwrap_or((false, false))
+        };
         let (mut running, mut oom_killed) = match failed {
-            true => inspect::state(&docker, &lease.id)
-                .await
-                .unwrap_or((false, false)),
+            true => state().await,
             false => (raw.stopped.is_none(), false),
         };
         for _ in 0..30 {
@@ -289,14 +303,13 @@ impl DockerProvider {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
-            (running, oom_killed) = inspect::state(&docker, &lease.id)
-                .await
-                .unwrap_or((false, false));
+            (running, oom_killed) = state().await;
         }
         let died = raw.container_died || sandbox_lost || (failed && !running);
         let killed_inside = died || (raw.stopped.is_none() && code == 137);
         let oom = killed_inside
             && (oom_killed || inspect::oom_since(&docker, &lease.id, raw.started_at).await);
+        beat.beat();
         let outcome = runner::interpret(&job, code, &raw.stdout);
         let limit = verdict::limit(
             &verdict::Seen {
@@ -323,7 +336,10 @@ impl DockerProvider {
                 max_count: config.max_artifacts as usize,
                 max_bytes: config.max_artifact_bytes,
             };
-            match artifacts::collect_artifacts(&docker, &lease.id, request.language, limits).await {
+            let collected =
+                artifacts::collect_artifacts(&docker, &lease.id, request.language, limits).await;
+            beat.beat();
+            match collected {
                 Ok((found, skipped)) => {
                     artifacts = found;
                     if !skipped.is_empty() {
@@ -481,23 +497,23 @@ impl SandboxProvider for DockerProvider {
         let pool = self.pool(request.language);
         let wait = Duration::from_secs(config.queue_wait_secs.into());
         let mut lease = pool.checkout(&self.shared, wait).await?;
-        // Once a container is ours, the run is bounded by its own timeout and a margin for
-        // the rest (a replacement's cold start, the verdict's inspects, the artifacts): a
-        // frozen dockerd answers at `timeout + RUN_MARGIN`, not after the queue wait too.
+        // Once a container is ours, the run goes on while dockerd answers: a frozen daemon
+        // is given up on `timeout + RUN_MARGIN` after its last answer (not after the queue
+        // wait too); a busy machine's slow one is waited for.
         let timeout = Duration::from_secs(timeout.into());
-        let outcome = match tokio::time::timeout(
-            timeout + RUN_MARGIN,
-            self.run(&mut lease, request, timeout),
-        )
-        .await
+        let quiet = timeout + RUN_MARGIN;
+        let beat = Heartbeat::new();
+        let outcome = match beat
+            .bound(quiet, self.run(&mut lease, request, timeout, &beat))
+            .await
         {
-            Ok(outcome) => outcome,
-            Err(_) => {
+            Some(outcome) => outcome,
+            None => {
                 tracing::warn!(
                     container = short(&lease.id),
-                    "dockerd did not finish a run within its timeout and {RUN_MARGIN:?}; abandoned"
+                    "dockerd gave no answer during a run for {quiet:?}; abandoned"
                 );
-                Err(Error::Timeout(timeout + RUN_MARGIN))
+                Err(Error::Timeout(quiet))
             }
         };
         let reusable = matches!(outcome, Ok((_, true)));
