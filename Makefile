@@ -1,5 +1,5 @@
 # The two commands the README promises: `make run` and `make test`.
-.PHONY: run test check busy-check setup build release lint unit bench bench-smoke e2e clean docker docker-check deploy-check postgres runtime-image fmt lint-ssr lint-hydrate lanes front-lane server-lane unit-sqlite unit-postgres
+.PHONY: run test check busy-check setup build release lint unit bench bench-smoke e2e clean docker docker-check deploy-check postgres runtime-image fmt lint-ssr lint-hydrate lanes front-lane server-lane unit-sqlite unit-postgres suite-lane unit-load
 
 # Compiled dependencies are cached across clones and runs by sccache (scripts/setup.sh installs
 # it): a fresh clone compiles only this crate. Without it (the first run on a machine), cargo
@@ -18,8 +18,10 @@ run: build
 # started them. A bystander console (scripts/bystander.sh: local and docker runs in a loop)
 # runs beside the whole suite, as another console on the same machine would: the tests must
 # mind only what they made, and every one of its runs must succeed. Leftover sandbox
-# containers or shims of consoles that are gone fail the run. The PostgreSQL pass and the
-# browser tests run side by side: each leaves most of a core idle while it waits.
+# containers or shims of consoles that are gone fail the run. Once compiled, two lanes run side
+# by side (each leaves most of a core idle while it waits on sandboxes and browsers): the
+# integration suite on SQLite then PostgreSQL, the deployment checks and the benchmark smoke
+# run; and the browser tests. The load tests come last, with the machine to themselves.
 test: setup fmt lanes
 	@if scripts/docker.sh running; then docker=keep; else docker=stop; fi; \
 	if scripts/postgres.sh running; then postgres=keep; else postgres=stop; fi; \
@@ -27,8 +29,19 @@ test: setup fmt lanes
 	scripts/docker.sh up || exit 1; \
 	scripts/postgres.sh up || exit 1; \
 	scripts/bystander.sh start --minutes 60 || exit 1; \
-	$(MAKE) --no-print-directory unit-sqlite && $(MAKE) --no-print-directory -j2 unit-postgres e2e && \
-	$(MAKE) --no-print-directory docker-check deploy-check bench-smoke && scripts/bystander.sh stop && scripts/docker.sh check
+	$(MAKE) --no-print-directory -j2 suite-lane e2e && $(MAKE) --no-print-directory unit-load && \
+	scripts/bystander.sh stop && scripts/docker.sh check
+
+# `make test`'s first lane after the compile: the unit tests, the integration suite on SQLite
+# (all but the load tests) then on PostgreSQL, the deployment checks, the benchmark smoke run.
+suite-lane: docker postgres
+	cargo nextest run --features ssr --lib --bins
+	cargo nextest run --features ssr --test api --profile shared
+	$(MAKE) --no-print-directory unit-postgres deploy-check bench-smoke
+
+# The load tests (nextest's `load` profile), one at a time with nothing else of the suite.
+unit-load: docker
+	cargo nextest run --features ssr --test api --profile load
 
 # The compiling of `make test` in two lanes side by side, one per core, each in a target
 # directory of its own: the browser bundle and its lint; the server with every test and

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 #! Another console on the same machine, as a developer with `make run` open would have: two
 #! consoles of their own (one on the local provider, one on docker) and a loop sending each a
-#! run every second, so that the test suite proves it minds only what it made itself. The loop
-#! ends by itself after --minutes (default 60); `stop` ends it at once, stops both consoles
+#! run every three seconds (another console's sandboxes, containers and run folders are there
+#! all along, without taking a core from the suite), so that the test suite proves it minds
+#! only what it made itself. The loop ends by itself after --minutes (default 60); `stop` ends it at once, stops both consoles
 #! (they remove their own containers) and fails when a run of theirs failed for a reason of
 #! the suite's making (anything but a 200 answer with status success).
 #! Usage:
@@ -37,8 +38,8 @@ start_console() {
   echo "$address" >"$dir/address"
 }
 
-# One run a second on each console until `deadline` (epoch seconds) or until stopped; every
-# answer is one line of "$state/answers": console, HTTP status, run status.
+# One run every three seconds on each console until `deadline` (epoch seconds) or until
+# stopped; every answer is one line of "$state/answers": console, HTTP status, run status.
 loop() {
   local deadline=$1
   local python='def main():\n    return sum(range(1000))\n'
@@ -53,7 +54,7 @@ loop() {
       status=$(head -n -1 <<<"$answer" | sed -n 's/.*"status":"\([a-z_]*\)".*/\1/p')
       echo "$name $code ${status:-none}" >>"$state/answers"
     done
-    sleep 1
+    sleep 3
   done
 }
 
