@@ -1,5 +1,5 @@
 # The two commands the README promises: `make run` and `make test`.
-.PHONY: run test check busy-check setup build release lint unit bench bench-smoke e2e clean docker docker-check deploy-check postgres runtime-image fmt lint-ssr lint-hydrate lanes front-lane server-lane unit-sqlite unit-postgres suite-lane unit-load
+.PHONY: run test check busy-check setup build release lint unit bench bench-smoke e2e clean docker docker-check deploy-check postgres runtime-image fmt lint-ssr lint-hydrate lanes front-lane server-lane unit-sqlite unit-postgres suite-lane browser-lane unit-load
 
 # Compiled dependencies are cached across clones and runs by sccache (scripts/setup.sh installs
 # it): a fresh clone compiles only this crate. Without it (the first run on a machine), cargo
@@ -19,9 +19,12 @@ run: build
 # runs beside the whole suite, as another console on the same machine would: the tests must
 # mind only what they made, and every one of its runs must succeed. Leftover sandbox
 # containers or shims of consoles that are gone fail the run. Once compiled, two lanes run side
-# by side (each leaves most of a core idle while it waits on sandboxes and browsers): the
-# integration suite on SQLite then PostgreSQL, the deployment checks and the benchmark smoke
-# run; and the browser tests. The load tests come last, with the machine to themselves.
+# by side (each leaves most of a core idle while it waits on sandboxes and browsers): the unit
+# tests and the integration suite on SQLite then PostgreSQL; the browser tests, the deployment
+# checks and the benchmark smoke run. The load tests come last, with the machine to themselves.
+# Every cargo command of the run compiles this crate through scripts/clippy-rustc (see `lanes`),
+# so none compiles it a second time without.
+test: export RUSTC_WORKSPACE_WRAPPER := $(CURDIR)/scripts/clippy-rustc
 test: setup fmt lanes
 	@if scripts/docker.sh running; then docker=keep; else docker=stop; fi; \
 	if scripts/postgres.sh running; then postgres=keep; else postgres=stop; fi; \
@@ -29,33 +32,39 @@ test: setup fmt lanes
 	scripts/docker.sh up || exit 1; \
 	scripts/postgres.sh up || exit 1; \
 	scripts/bystander.sh start --minutes 60 || exit 1; \
-	$(MAKE) --no-print-directory -j2 suite-lane e2e && $(MAKE) --no-print-directory unit-load && \
+	$(MAKE) --no-print-directory -j2 suite-lane browser-lane && $(MAKE) --no-print-directory unit-load && \
 	scripts/bystander.sh stop && scripts/docker.sh check
 
-# `make test`'s first lane after the compile: the unit tests, the integration suite on SQLite
-# (all but the load tests) then on PostgreSQL, the deployment checks, the benchmark smoke run.
+# `make test`'s first lane after the compile: the unit tests, then the integration suite on
+# SQLite (all but the load tests), then on PostgreSQL.
 suite-lane: docker postgres
 	cargo nextest run --features ssr --lib --bins
 	cargo nextest run --features ssr --test api --profile shared
-	$(MAKE) --no-print-directory unit-postgres deploy-check bench-smoke
+	$(MAKE) --no-print-directory unit-postgres
+
+# The second: the browser tests, the deployment checks, the benchmark smoke run.
+browser-lane: docker postgres
+	$(MAKE) --no-print-directory e2e deploy-check bench-smoke
 
 # The load tests (nextest's `load` profile), one at a time with nothing else of the suite.
 unit-load: docker
 	cargo nextest run --features ssr --test api --profile load
 
 # The compiling of `make test` in two lanes side by side, one per core, each in a target
-# directory of its own: the browser bundle and its lint; the server with every test and
-# example binary, then its lint. (One lane alone leaves a core idle through most of a compile.)
+# directory of its own: the browser bundle; the server with every test and example binary.
+# This crate's targets are compiled by clippy-driver (scripts/clippy-rustc), which compiles as
+# rustc does and lints on the way, every warning an error: the one compile is also the lint of
+# `make lint` (clippy on the ssr build with every target, and on the hydrate build), without a
+# second pass over the crate.
+lanes front-lane server-lane: export RUSTC_WORKSPACE_WRAPPER := $(CURDIR)/scripts/clippy-rustc
 lanes:
 	$(MAKE) --no-print-directory -j2 front-lane server-lane
 
 front-lane:
 	scripts/build.sh front
-	$(MAKE) --no-print-directory lint-hydrate
 
 server-lane:
 	cargo build --features ssr --all-targets
-	$(MAKE) --no-print-directory lint-ssr
 
 # The edit loop: formatting, both lints, the unit tests and the integration tests that need
 # neither dockerd nor PostgreSQL (nextest's `check` profile). A few minutes when warm.
