@@ -20,6 +20,7 @@ test('a new administrator must replace the generated password before anything el
   await expect(page.locator(`[data-name="${name}"]`)).toContainText('must change password');
   await page.screenshot({ path: testInfo.outputPath(`administrators-${testInfo.project.name}.png`), fullPage: true });
   await page.reload();
+  await expectInteractive(page, javaScriptEnabled);
   await expect(page.locator('#one-time-password')).toHaveCount(0);
   // The same name again is refused on the form, the name kept in the field.
   await page.locator('#new-admin').fill(name);

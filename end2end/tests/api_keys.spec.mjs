@@ -37,6 +37,7 @@ test('an admin creates a key, an agent runs code with it, the admin revokes it',
   expect((await run.json()).result.value).toBe(42);
 
   await page.reload();
+  await expectInteractive(page, javaScriptEnabled);
   await expect(page.getByTestId('new-key')).toHaveCount(0);
   await expect(page.getByTestId(`key-${name}`)).toContainText('UTC', { timeout: 10_000 });
   await expect(page.getByTestId(`key-${name}`)).toContainText('from 127.0.0.1');

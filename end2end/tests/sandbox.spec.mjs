@@ -30,6 +30,7 @@ test('an admin configures, tests and tries the local provider', async ({ page, j
   await page.getByTestId('save').click();
   await expect(page.getByTestId('save-notice')).toContainText('Saved (version');
   await page.reload();
+  await expectInteractive(page, javaScriptEnabled);
   await expect(page.locator('#field-timeout_secs')).toHaveValue(value);
 
   await page.getByTestId('test-connection').click();

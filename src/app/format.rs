@@ -94,6 +94,7 @@ mod tests {
             size: 4,
             busy: 1,
             warming: 1,
+            waiting: 0,
         };
         assert_eq!(pool_text(Locale::en, &pool), pool.describe());
         assert_eq!(

@@ -34,6 +34,9 @@ pub struct PoolState {
     /// Starting a container to keep warm (docker): neither busy nor ready yet.
     #[serde(default)]
     pub warming: u64,
+    /// Runs waiting in line for a slot.
+    #[serde(default)]
+    pub waiting: u64,
 }
 
 impl PoolState {
@@ -83,6 +86,7 @@ mod pool_tests {
             size: 2,
             busy: 2,
             warming: 0,
+            waiting: 3,
         };
         assert_eq!(state.describe(), "2 busy, 0 idle of 2");
     }

@@ -12,6 +12,8 @@ pub mod providers;
 pub mod registry;
 pub mod runner;
 pub mod testkit;
+mod waiting;
 
 pub use error::Error;
 pub use provider::{run_once, timeout_secs, Instance, SandboxProvider};
+pub use waiting::Waiting;

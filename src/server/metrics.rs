@@ -15,6 +15,8 @@ use prometheus_client::{
     registry::Registry,
 };
 
+use crate::model::provider::PoolState;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ExecutionLabels {
     provider: String,
@@ -84,6 +86,7 @@ pub struct Metrics {
     pool_size: Family<ProviderLabel, Gauge>,
     pool_busy: Family<ProviderLabel, Gauge>,
     pool_idle: Family<ProviderLabel, Gauge>,
+    pool_waiting: Family<ProviderLabel, Gauge>,
     http_requests: Family<HttpLabels, Counter>,
     http_durations: HistogramFamily<HttpLabels>,
     history_retried: Counter,
@@ -127,6 +130,7 @@ impl Metrics {
         let pool_size = Family::<ProviderLabel, Gauge>::default();
         let pool_busy = Family::<ProviderLabel, Gauge>::default();
         let pool_idle = Family::<ProviderLabel, Gauge>::default();
+        let pool_waiting = Family::<ProviderLabel, Gauge>::default();
         let http_requests = Family::<HttpLabels, Counter>::default();
         let http_durations: HistogramFamily<HttpLabels> =
             Family::new_with_constructor(latency_histogram);
@@ -159,6 +163,11 @@ impl Metrics {
             "sandbox_pool_idle",
             "Sandboxes free for a run",
             pool_idle.clone(),
+        );
+        registry.register(
+            "sandbox_pool_waiting",
+            "Runs waiting in line for a sandbox",
+            pool_waiting.clone(),
         );
         registry.register(
             "http_requests",
@@ -208,6 +217,7 @@ impl Metrics {
             pool_size,
             pool_busy,
             pool_idle,
+            pool_waiting,
             http_requests,
             http_durations,
         }
@@ -266,15 +276,18 @@ impl Metrics {
         }
     }
 
-    pub fn set_pool(&self, provider: &str, size: u64, busy: u64) {
+    pub fn set_pool(&self, provider: &str, pool: &PoolState) {
         let label = ProviderLabel {
             provider: provider.to_owned(),
         };
-        self.pool_size.get_or_create(&label).set(size as i64);
-        self.pool_busy.get_or_create(&label).set(busy as i64);
+        self.pool_size.get_or_create(&label).set(pool.size as i64);
+        self.pool_busy.get_or_create(&label).set(pool.busy as i64);
         self.pool_idle
             .get_or_create(&label)
-            .set(size.saturating_sub(busy) as i64);
+            .set(pool.size.saturating_sub(pool.busy) as i64);
+        self.pool_waiting
+            .get_or_create(&label)
+            .set(pool.waiting as i64);
     }
 
     /// A history row queued for another try.

@@ -46,20 +46,43 @@ fn impatient(after: Duration) -> reqwest::Client {
     reqwest::Client::builder().timeout(after).build().unwrap()
 }
 
-/// Starts `count` runs of `code` whose clients hang up after one second.
-async fn hang_up(app: &TestApp, key: &str, count: usize, code: &str, timeout: u32) {
+/// Starts `count` runs of `code` on `provider` (the active one) and hangs up on each once the
+/// console holds them all, running or in line (its pool metrics say so): not after a fixed
+/// time, in which a busy machine may not even have read the requests.
+async fn hang_up(
+    app: &TestApp,
+    admin: &str,
+    provider: &str,
+    key: &str,
+    count: usize,
+    code: &str,
+    timeout: u32,
+) {
+    let client = impatient(Duration::from_secs(120));
     let mut hung = Vec::new();
     for _ in 0..count {
-        let request = impatient(Duration::from_secs(1))
+        let request = client
             .post(app.url("/api/v1/execute"))
             .bearer_auth(key)
             .json(&json!({"language": "python", "code": code, "timeout": timeout}));
         hung.push(tokio::spawn(request.send()));
     }
+    let busy = format!("sandbox_pool_busy{{provider=\"{provider}\"}}");
+    let waiting = format!("sandbox_pool_waiting{{provider=\"{provider}\"}}");
+    wait_until(&format!("the console to hold all {count} runs"), || {
+        let (busy, waiting) = (&busy, &waiting);
+        async move {
+            metric(app, admin, busy).await + metric(app, admin, waiting).await >= count as f64
+        }
+    })
+    .await;
+    for request in &hung {
+        request.abort();
+    }
     for request in hung {
         assert!(
-            request.await.unwrap().is_err(),
-            "the impatient client hung up before the run ended"
+            request.await.is_err_and(|e| e.is_cancelled()),
+            "the client hung up before the run ended"
         );
     }
 }
@@ -123,7 +146,7 @@ async fn local_runs_whose_clients_hang_up_stay_inside_the_limit_and_are_recorded
         &app,
         &admin,
         "local",
-        json!({"max_concurrent_runs": 2, "queue_wait_secs": 60, "timeout_secs": 3}),
+        json!({"max_concurrent_runs": 2, "queue_wait_secs": 60, "timeout_secs": 6}),
     )
     .await;
     let key = app.api_key("agent", &["execute"]).await;
@@ -147,7 +170,7 @@ async fn local_runs_whose_clients_hang_up_stay_inside_the_limit_and_are_recorded
         })
     };
 
-    hang_up(&app, &key, 6, SPIN, 3).await;
+    hang_up(&app, &admin, "local", &key, 6, SPIN, 6).await;
     let normal = app
         .post_json(
             "/api/v1/execute",
@@ -217,7 +240,7 @@ async fn docker_runs_whose_clients_hang_up_stay_in_the_pool_and_nothing_outlives
         // Two per language: four containers at most, whatever the clients do.
         let peak = watch_peak(|| our_containers().len(), done.clone());
 
-        hang_up(&app, &key, 4, SPIN, 3).await;
+        hang_up(&app, &admin, "docker", &key, 4, SPIN, 3).await;
         let rows = wait_for_history(&app, 4, Duration::from_secs(90)).await;
         // Strict mode replaces each used container in the background: the watch goes on
         // until the pool is whole again.

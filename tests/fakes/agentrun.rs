@@ -39,7 +39,7 @@ use sandbox_console::{
 };
 use serde_json::{json, Value};
 
-use super::{engine, id, kernel_cell, run, serve, Served};
+use super::{engine, id, kernel_cell, run, serve, Served, KEPT_OUTPUT};
 
 pub const ACCESS_KEY_ID: &str = "LTAI5tFAKEKEY0000";
 pub const SECRET: &str = "fake-secret-0123456789";
@@ -99,7 +99,7 @@ pub async fn start() -> AgentRun {
     let fake = Fake {
         templates: templates.clone(),
         sandboxes: sandboxes.clone(),
-        engine: engine(512, 256 << 20),
+        engine: engine(512, KEPT_OUTPUT),
         knobs: knobs.clone(),
     };
     let router = Router::new()

@@ -33,7 +33,7 @@ use sandbox_console::{model::execution::Language, sandbox::providers::local::Loc
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::{engine, file, id, kernel_cell, run, serve, Served};
+use super::{engine, file, id, kernel_cell, run, serve, Served, KEPT_OUTPUT};
 
 pub const API_KEY: &str = "e2b_0123456789abcdef0123456789abcdef01234567";
 pub const TEMPLATE: &str = "code-interpreter-v1";
@@ -104,7 +104,7 @@ pub async fn start() -> E2b {
         sandboxes: sandboxes.clone(),
         executions: Arc::new(Mutex::new(0)),
         // E2B's default sandbox has 512 MiB; output is not limited.
-        engine: engine(512, 256 << 20),
+        engine: engine(512, KEPT_OUTPUT),
     };
     let router = Router::new()
         .route("/health", get(|| async { StatusCode::NO_CONTENT }))

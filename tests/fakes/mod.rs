@@ -112,6 +112,12 @@ pub async fn serve(router: Router) -> Served {
     serve_on(TcpListener::bind("127.0.0.1:0").await.unwrap(), router).await
 }
 
+/// What the E2B and AgentRun fakes keep of a program's output (neither service documents a
+/// cap): more than any answer limit of the providers under test, so an answer too big for them
+/// still comes, and little enough that a fake does not spend a core on 100 MB of it. RAGFlow's
+/// executor has no cap, and its fake keeps 256 MiB.
+pub const KEPT_OUTPUT: u64 = 16 << 20;
+
 /// The machine behind every fake: programs run in the local provider's sandbox (no network,
 /// read-only root, limits), as the remote services run them in theirs.
 pub fn engine(memory_mb: u32, max_output_bytes: u64) -> Arc<LocalProvider> {

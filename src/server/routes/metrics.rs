@@ -37,7 +37,7 @@ pub async fn track_http(State(state): State<AppState>, request: Request, next: N
 fn exposition(state: &AppState) -> Response {
     if let Some((kind, provider)) = state.sandbox.active() {
         if let Some(pool) = provider.pool_state() {
-            state.metrics.set_pool(&kind, pool.size, pool.busy);
+            state.metrics.set_pool(&kind, &pool);
         }
     }
     (

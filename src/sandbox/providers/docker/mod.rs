@@ -447,10 +447,12 @@ impl SandboxProvider for DockerProvider {
         let size = self.pools().iter().map(|p| p.size() as u64).sum();
         let busy = self.pools().iter().map(|p| p.busy() as u64).sum();
         let warming = self.pools().iter().map(|p| p.warming() as u64).sum();
+        let waiting = self.pools().iter().map(|p| p.waiting()).sum();
         Some(PoolState {
             size,
             busy,
             warming,
+            waiting,
         })
     }
 

@@ -19,7 +19,10 @@ use std::{
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{engine, Shared};
-use crate::{model::execution::Language, sandbox::Error};
+use crate::{
+    model::execution::Language,
+    sandbox::{Error, Waiting},
+};
 
 /// How long shutting a pool down waits for its runs and background work to finish.
 const CLOSE_WAIT: Duration = Duration::from_secs(30);
@@ -35,6 +38,8 @@ pub struct Pool {
     closed: AtomicBool,
     /// Slots holding a permit to start a warm container (counted apart from runs).
     warming: AtomicUsize,
+    /// Runs waiting for a slot.
+    waiting: Waiting,
 }
 
 /// A container checked out for one run. Give it back with [`Pool::release`]; dropped
@@ -92,7 +97,13 @@ impl Pool {
             leftovers: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             warming: AtomicUsize::new(0),
+            waiting: Waiting::default(),
         }
+    }
+
+    /// Runs waiting for a slot.
+    pub fn waiting(&self) -> u64 {
+        self.waiting.now()
     }
 
     pub fn size(&self) -> usize {
@@ -141,7 +152,8 @@ impl Pool {
         wait: Duration,
     ) -> Result<Lease, Error> {
         let started = std::time::Instant::now();
-        let permit = match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
+        let line = tokio::time::timeout(wait, self.slots.clone().acquire_owned());
+        let permit = match self.waiting.during(line).await {
             Ok(Ok(permit)) => permit,
             Ok(Err(_closed)) => return Err(Error::Retired),
             Err(_) => {

@@ -27,7 +27,7 @@ use crate::{
         environment::{Mount, Resolved},
         registry::ProviderKind,
         runner::{self, ArtifactLimits, Job, WorkspaceFile},
-        Error, Instance, SandboxProvider,
+        Error, Instance, SandboxProvider, Waiting,
     },
 };
 
@@ -63,6 +63,8 @@ pub struct LocalProvider {
     info: ProviderInfo,
     /// One permit per run allowed at once: admission control on a small host.
     slots: Arc<Semaphore>,
+    /// Runs waiting for a permit.
+    waiting: Waiting,
 }
 
 impl LocalProvider {
@@ -72,6 +74,7 @@ impl LocalProvider {
             mount: environment.mount().cloned().map(Arc::new),
             egress: None,
             slots: Arc::new(Semaphore::new(config.max_concurrent_runs.max(1) as usize)),
+            waiting: Waiting::default(),
             config: Arc::new(config),
             info: info(),
         }
@@ -94,7 +97,8 @@ impl LocalProvider {
     async fn admit(&self) -> Result<(OwnedSemaphorePermit, Duration), Error> {
         let started = std::time::Instant::now();
         let wait = Duration::from_secs(self.config.queue_wait_secs.into());
-        match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
+        let line = tokio::time::timeout(wait, self.slots.clone().acquire_owned());
+        match self.waiting.during(line).await {
             Ok(Ok(permit)) => Ok((permit, started.elapsed())),
             Ok(Err(_closed)) => Err(LocalError::QueueClosed.into()),
             // A run lasts at most the timeout; a slot frees up well before that on average.
@@ -252,6 +256,7 @@ impl SandboxProvider for LocalProvider {
             size,
             busy,
             warming: 0,
+            waiting: self.waiting.now(),
         })
     }
 

@@ -32,7 +32,7 @@ use crate::{
         providers::http::{self, Body},
         registry::ProviderKind,
         runner::{self, ArtifactFile, ArtifactLimits},
-        Error, Instance, SandboxProvider,
+        Error, Instance, SandboxProvider, Waiting,
     },
 };
 
@@ -77,6 +77,8 @@ pub struct SelfManagedProvider {
     info: ProviderInfo,
     /// One permit per run the executor's pool can take at once (`pool_size`), if limited.
     slots: Option<Arc<Semaphore>>,
+    /// Runs waiting for a permit.
+    waiting: Waiting,
 }
 
 /// RAGFlow's `CodeExecutionResult`, as far as it is read. Keys may be missing or null.
@@ -126,6 +128,7 @@ impl SelfManagedProvider {
             endpoint,
             slots: (config.pool_size > 0)
                 .then(|| Arc::new(Semaphore::new(config.pool_size as usize))),
+            waiting: Waiting::default(),
             config,
             info: info(),
         })
@@ -137,7 +140,8 @@ impl SelfManagedProvider {
             return Ok(None);
         };
         let wait = Duration::from_secs(self.config.queue_wait_secs.into());
-        match tokio::time::timeout(wait, slots.clone().acquire_owned()).await {
+        let line = tokio::time::timeout(wait, slots.clone().acquire_owned());
+        match self.waiting.during(line).await {
             Ok(Ok(permit)) => Ok(Some(permit)),
             Ok(Err(_)) | Err(_) => Err(Error::PoolBusy {
                 retry_after: Duration::from_secs(1),
@@ -414,6 +418,7 @@ impl SandboxProvider for SelfManagedProvider {
             size,
             busy: size.saturating_sub(slots.available_permits() as u64),
             warming: 0,
+            waiting: self.waiting.now(),
         })
     }
 

@@ -1,0 +1,60 @@
+//! How many runs wait in a provider's line for a slot right now, for its pool state and the
+//! `sandbox_pool_waiting` metric: each is counted for as long as it waits, however its wait
+//! ends (a slot, the queue limit, a caller that went away).
+
+use std::{
+    future::Future,
+    sync::atomic::{AtomicU64, Ordering},
+};
+
+#[derive(Debug, Default)]
+pub struct Waiting(AtomicU64);
+
+impl Waiting {
+    pub fn now(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Counts one more waiting run while `wait` goes on.
+    pub async fn during<T>(&self, wait: impl Future<Output = T>) -> T {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        let _left = Left(&self.0);
+        wait.await
+    }
+}
+
+struct Left<'a>(&'a AtomicU64);
+
+impl Drop for Left<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::FutureExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_wait_is_counted_until_it_ends_or_is_dropped() {
+        let waiting = Waiting::default();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let line = waiting.during(rx);
+        tokio::pin!(line);
+        assert!((&mut line).now_or_never().is_none());
+        assert_eq!(waiting.now(), 1);
+        tx.send(()).unwrap();
+        line.await.unwrap();
+        assert_eq!(waiting.now(), 0);
+
+        {
+            let abandoned = waiting.during(std::future::pending::<()>());
+            tokio::pin!(abandoned);
+            assert!((&mut abandoned).now_or_never().is_none());
+            assert_eq!(waiting.now(), 1);
+        }
+        assert_eq!(waiting.now(), 0);
+    }
+}
