@@ -16,7 +16,7 @@ async fn a_fresh_installation_shows_an_empty_dashboard_without_a_plot() {
     assert_eq!(dashboard["health"]["healthy"], true);
     assert_eq!(
         dashboard["pool"],
-        serde_json::json!({"size": 8, "busy": 0, "warming": 0})
+        serde_json::json!({"size": 8, "busy": 0, "warming": 0, "waiting": 0})
     );
     assert_eq!(dashboard["latency"].as_array().unwrap().len(), 24);
     assert!(dashboard["latency"]

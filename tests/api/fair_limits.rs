@@ -171,12 +171,13 @@ impl FreezableDocker {
     }
 }
 
-type Console = (
-    crate::helpers::TestApp,
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<std::io::Result<()>>,
-    String,
-);
+/// A console of the test's own, stoppable, with the key that runs code.
+struct Console {
+    app: crate::helpers::TestApp,
+    stop: tokio::sync::oneshot::Sender<()>,
+    running: tokio::task::JoinHandle<std::io::Result<()>>,
+    key: String,
+}
 
 /// A console on docker through `docker`, its one pooled container warm and waiting; with the
 /// key that runs code.
@@ -217,26 +218,52 @@ async fn console_through(docker: &FreezableDocker) -> Console {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    (app, stop, running, key)
+    Console {
+        app,
+        stop,
+        running,
+        key,
+    }
+}
+
+/// One run through the API of a program returning 42 with its own `timeout`: how long it
+/// took, its status and its body.
+async fn timed_run(
+    app: &crate::helpers::TestApp,
+    key: &str,
+    timeout: u32,
+) -> (Duration, u16, String) {
+    let started = Instant::now();
+    let response = app
+        .post_json(
+            "/api/v1/execute",
+            key,
+            &json!({"language": "python", "code": "def main():\n    return 41 + 1\n", "timeout": timeout}),
+        )
+        .await;
+    let took = started.elapsed();
+    let status = response.status().as_u16();
+    (took, status, response.text().await.unwrap())
+}
+
+/// Stops the console, then checks that none of its containers outlived it.
+async fn stop_leaving_nothing(console: Console) {
+    console.stop.send(()).unwrap();
+    console.running.await.unwrap().unwrap();
+    assert_eq!(
+        our_containers(),
+        Vec::<String>::new(),
+        "nothing outlives the console"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_dockerd_answers_a_run_at_its_own_deadline() {
     let docker = Arc::new(FreezableDocker::start());
-    let (app, stop, running, key) = console_through(&docker).await;
+    let console = console_through(&docker).await;
 
     docker.freeze(true);
-    let started = Instant::now();
-    let response = app
-        .post_json(
-            "/api/v1/execute",
-            &key,
-            &json!({"language": "python", "code": "def main():\n    return 1\n", "timeout": 2}),
-        )
-        .await;
-    let took = started.elapsed();
-    let status = response.status().as_u16();
-    let body = response.text().await.unwrap();
+    let (took, status, body) = timed_run(&console.app, &console.key, 2).await;
     docker.freeze(false);
 
     assert_eq!(status, 504, "{body}");
@@ -245,35 +272,19 @@ async fn a_frozen_dockerd_answers_a_run_at_its_own_deadline() {
         took < Duration::from_secs(2 + 8 + 5),
         "a 2 s run on a frozen dockerd answered after {took:?}"
     );
-    stop.send(()).unwrap();
-    running.await.unwrap().unwrap();
-    assert_eq!(
-        our_containers(),
-        Vec::<String>::new(),
-        "nothing outlives the console"
-    );
+    stop_leaving_nothing(console).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_dockerd_that_keeps_answering_finishes_the_run() {
     let docker = Arc::new(FreezableDocker::start());
-    let (app, stop, running, key) = console_through(&docker).await;
+    let console = console_through(&docker).await;
 
     // Each answer of the run (the exec created, started, its output, its exit code) comes 4 s
     // late: the run takes longer than its 5 s timeout and the 8 s margin together, yet dockerd
     // is never quiet for that long.
     docker.slow(Duration::from_secs(4));
-    let started = Instant::now();
-    let response = app
-        .post_json(
-            "/api/v1/execute",
-            &key,
-            &json!({"language": "python", "code": "def main():\n    return 41 + 1\n", "timeout": 5}),
-        )
-        .await;
-    let took = started.elapsed();
-    let status = response.status().as_u16();
-    let body: Value = response.json().await.unwrap();
+    let (took, status, body) = timed_run(&console.app, &console.key, 5).await;
     docker.slow(Duration::ZERO);
 
     assert!(
@@ -281,13 +292,8 @@ async fn a_slow_dockerd_that_keeps_answering_finishes_the_run() {
         "the slow daemon answered within {took:?}"
     );
     assert_eq!(status, 200, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["status"], "success", "{body}");
     assert_eq!(body["result"]["value"], 42, "{body}");
-    stop.send(()).unwrap();
-    running.await.unwrap().unwrap();
-    assert_eq!(
-        our_containers(),
-        Vec::<String>::new(),
-        "nothing outlives the console"
-    );
+    stop_leaving_nothing(console).await;
 }
