@@ -91,7 +91,10 @@ async fn ragflows_executor_semantics_come_back_typed() {
     )
     .await
     .unwrap();
-    let flood = run(&provider, &request(Language::Javascript, "const chunk = 'y'.repeat(1 << 20);\nfunction main() { for (let i = 0; i < 100; i++) process.stdout.write(chunk); return 1; }", json!({}))).await.unwrap();
+    // Eight times the provider's 1 MiB cap, to which it cuts the answer; small enough that
+    // the fake, which keeps all of it as RAGFlow's executor would, does not spend a core on
+    // serialising it (100 MB took it past the 30 s client timeout on a busy machine).
+    let flood = run(&provider, &request(Language::Javascript, "const chunk = 'y'.repeat(1 << 20);\nfunction main() { for (let i = 0; i < 8; i++) process.stdout.write(chunk); return 1; }", json!({}))).await.unwrap();
 
     assert_eq!(
         (hello.status, hello.stdout.as_str(), &hello.result.value),
