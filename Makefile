@@ -67,17 +67,21 @@ server-lane:
 	cargo build --features ssr --all-targets
 
 # The edit loop: formatting, both lints, the unit tests and the integration tests that need
-# neither dockerd nor PostgreSQL (nextest's `check` profile). A few minutes when warm.
+# neither dockerd nor PostgreSQL (nextest's `check` profile). A few minutes when warm. As in
+# `make test`, the ssr build with every target is compiled by clippy-driver (its lint on the
+# way, and the same artifacts `make test` uses); the hydrate lint is clippy's check beside it.
+check: export RUSTC_WORKSPACE_WRAPPER := $(CURDIR)/scripts/clippy-rustc
 check: fmt
-	$(MAKE) --no-print-directory -j2 lint-ssr lint-hydrate
+	$(MAKE) --no-print-directory -j2 server-lane lint-hydrate
 	cargo nextest run --features ssr --lib --bins
 	cargo nextest run --features ssr --test api --profile check
 
 # The integration suite on SQLite with both cores pinned by two busy loops: a test that holds
 # only on an idle machine fails here. Run it before resolving an issue that touched tests.
+busy-check: export RUSTC_WORKSPACE_WRAPPER := $(CURDIR)/scripts/clippy-rustc
 busy-check: docker postgres
-	@trap 'kill $$(jobs -p) 2>/dev/null || true' EXIT; \
-	for core in 1 2; do sh -c 'while :; do :; done' & done; \
+	@loops=; for core in 1 2; do sh -c 'while :; do :; done' & loops="$$loops $$!"; done; \
+	trap 'kill $$loops 2>/dev/null || true' EXIT; \
 	cargo nextest run --features ssr --test api
 
 setup:
