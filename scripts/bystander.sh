@@ -3,9 +3,10 @@
 #! consoles of their own (one on the local provider, one on docker) and a loop sending each a
 #! run every three seconds (another console's sandboxes, containers and run folders are there
 #! all along, without taking a core from the suite), so that the test suite proves it minds
-#! only what it made itself. The loop ends by itself after --minutes (default 60); `stop` ends it at once, stops both consoles
-#! (they remove their own containers) and fails when a run of theirs failed for a reason of
-#! the suite's making (anything but a 200 answer with status success).
+#! only what it made itself. The loop ends by itself after --minutes (default 60); `stop` ends
+#! it at once, stops both consoles (they remove their own containers) and fails when a run of
+#! theirs failed for a reason of the suite's making (anything but a 200 answer with status
+#! success).
 #! Usage:
 #!   scripts/bystander.sh start [--minutes N] [path/to/sandbox-console]
 #!   scripts/bystander.sh stop

@@ -255,11 +255,9 @@ impl DockerProvider {
             beat.beat();
         }
         let session = session?;
-        let job_run = |lease_id: String| {
-            let (docker, job, flag) = (&docker, &job, &flag);
-            async move { engine::run_job(docker, &lease_id, job, flag, timeout, max_output, beat).await }
-        };
-        let raw = match job_run(lease.id.clone()).await {
+        let raw = match engine::run_job(&docker, &lease.id, &job, &flag, timeout, max_output, beat)
+            .await
+        {
             Err(error) if error.container_gone() && session.is_none() => {
                 // An idle container died behind our back: replace it once and run there.
                 tracing::info!(
@@ -268,7 +266,7 @@ impl DockerProvider {
                 );
                 pool.replace(&self.shared, lease).await?;
                 beat.beat();
-                job_run(lease.id.clone()).await?
+                engine::run_job(&docker, &lease.id, &job, &flag, timeout, max_output, beat).await?
             }
             other => other?,
         };
