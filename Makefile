@@ -42,9 +42,11 @@ suite-lane: docker postgres
 	cargo nextest run --features ssr --test api --profile shared
 	$(MAKE) --no-print-directory unit-postgres
 
-# The second: the browser tests, the deployment checks, the benchmark smoke run.
+# The second: the browser tests, the deployment checks, the benchmark smoke run, one after
+# another (`-j1`: without it the sub-make shares the -j2 of `make test` and, once the suite lane
+# has ended, runs the benchmark beside the browser tests).
 browser-lane: docker postgres
-	$(MAKE) --no-print-directory e2e deploy-check bench-smoke
+	$(MAKE) --no-print-directory -j1 e2e deploy-check bench-smoke
 
 # The load tests (nextest's `load` profile), one at a time with nothing else of the suite.
 unit-load: docker

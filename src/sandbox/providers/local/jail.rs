@@ -18,7 +18,10 @@ use hakoniwa::{
 };
 use serde_json::{json, Map, Value};
 
-use super::LocalConfig;
+use super::{
+    oom::{self, OomCount},
+    LocalConfig,
+};
 use crate::{
     model::execution::{Artifact, ExecStatus, Language},
     sandbox::{
@@ -427,6 +430,7 @@ fn run_in(
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start the sandbox: {e}"))?;
+    let oom = OomCount::of(child.id());
     let finished = match watchdog(child.id(), timeout + KILL_MARGIN, watch) {
         Ok(finished) => finished,
         Err(error) => {
@@ -445,6 +449,8 @@ fn run_in(
         .stderr
         .take()
         .map(|pipe| thread::spawn(move || read_capped(pipe, cap)));
+    oom::wait_exited(child.id());
+    let oom_killed = oom.is_some_and(|count| count.killed());
     let status = child.wait();
     let _ = finished.send(Stop::Finished);
     let status = status.map_err(|e| format!("lost the sandboxed process: {e}"))?;
@@ -466,14 +472,26 @@ fn run_in(
         true => Some(9),
         false => status.exit_code.is_none().then(|| status.code - 128),
     };
-    let limit = runner::classify(
+    // Whether a SIGKILL was the deadline's or the OOM killer's is told by how long the program
+    // itself ran, as hakoniwa's supervisor timed it from where its alarm starts: the time from
+    // spawn also counts the jail's setup, which on a busy machine took long enough to make an
+    // OOM kill look like the deadline's. A killed supervisor reports no times: then the spawn's.
+    let ran = status
+        .rusage
+        .as_ref()
+        .map_or(elapsed, |usage| usage.real_time);
+    let mut limit = runner::classify(
         signal,
         status.exit_code,
-        elapsed,
+        ran,
         timeout,
         stdout_over || stderr_over,
         &stderr,
     );
+    // The cgroup counted an OOM kill: the SIGKILL was its, however late it came.
+    if oom_killed && signal == Some(9) && limit == Some(ExecStatus::Timeout) {
+        limit = Some(ExecStatus::MemoryLimit);
+    }
     let (artifacts, skipped_artifacts) = runner::collect_artifacts(host.path(), limits);
     Ok(RawRun {
         exit_code: status.exit_code,

@@ -5,6 +5,7 @@ pub mod build_jail;
 mod config;
 mod error;
 mod jail;
+mod oom;
 
 use std::{sync::Arc, time::Duration};
 
