@@ -22,7 +22,7 @@ fi
 
 # Debian packages the build links against (hakoniwa's seccomp support needs libseccomp).
 missing=()
-for package in libseccomp-dev pkg-config; do
+for package in libseccomp-dev pkg-config python3.11-venv; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -54,6 +54,20 @@ if ! command -v sccache >/dev/null; then
   log "installing sccache (a compiler cache; takes about 4 minutes, once)"
   cargo install sccache --locked --no-default-features
 fi
+
+# The Python clients the tests drive the console with (E2B's SDK, an OpenAPI validator), from
+# PyPI, in a virtualenv kept per machine and per requirements file; target/pyclients points at it.
+requirements=tests/clients/requirements.txt
+venv="${XDG_CACHE_HOME:-$HOME/.cache}/sandbox-console/pyclients-$(sha256sum "$requirements" | cut -c1-16)"
+if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
+  log "installing the Python test clients into $venv (pip, from PyPI)"
+  rm -rf "$venv"
+  /usr/bin/python3.11 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+  touch "$venv/.complete"
+fi
+mkdir -p target
+ln -sfn "$venv" target/pyclients
 
 if [ "${1:-}" = "--e2e" ]; then
   if [ ! -x /usr/bin/chromium ]; then

@@ -71,6 +71,12 @@ pub trait SandboxProvider: Debug + Send + Sync + 'static {
         None
     }
 
+    /// Whether programs here may reach a network at all. Local and docker sandboxes reach one
+    /// only on an allow-list; remote providers' sandboxes run on their own networks.
+    fn offers_network(&self) -> bool {
+        true
+    }
+
     /// Called when the provider becomes the one that runs code (start-up, a save): a chance to
     /// start what makes runs fast, such as a warm container pool. Returns at once; the work
     /// goes on in the background.

@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use crate::model::execution::{Artifact, ExecRequest, ExecStatus, Language, ReturnValue};
 
 pub mod remote;
+pub mod script;
 
 const PYTHON_RUNNER: &str = include_str!("runner.py");
 const JAVASCRIPT_RUNNER: &str = include_str!("runner.js");

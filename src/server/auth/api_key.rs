@@ -77,10 +77,13 @@ pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
         });
     from_authorization
         .or_else(|| {
-            headers
-                .get("x-sandbox-token")
-                .and_then(|v| v.to_str().ok())
-                .map(str::trim)
+            // RAGFlow's header, then Dify's and E2B's.
+            ["x-sandbox-token", "x-api-key"].iter().find_map(|name| {
+                headers
+                    .get(*name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::trim)
+            })
         })
         .filter(|k| !k.is_empty())
 }

@@ -40,6 +40,8 @@ pub enum Source {
     Cli,
     /// RAGFlow's admin API.
     Admin,
+    /// Dify's `/v1/sandbox/run`.
+    Dify,
 }
 
 impl CallerKind {
@@ -61,6 +63,7 @@ impl Source {
             Source::Run => "run",
             Source::Cli => "cli",
             Source::Admin => "admin",
+            Source::Dify => "dify",
         }
     }
 }

@@ -379,6 +379,10 @@ impl SandboxProvider for DockerProvider {
         &Language::ALL
     }
 
+    fn offers_network(&self) -> bool {
+        self.shared.egress.is_some()
+    }
+
     async fn health(&self) -> HealthReport {
         let mut details = match self.check_daemon().await {
             Ok(details) => details,

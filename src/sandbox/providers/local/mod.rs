@@ -197,6 +197,10 @@ impl SandboxProvider for LocalProvider {
         &Language::ALL
     }
 
+    fn offers_network(&self) -> bool {
+        self.egress.is_some()
+    }
+
     async fn health(&self) -> HealthReport {
         let config = self.config.clone();
         let mount = self.mount.clone();

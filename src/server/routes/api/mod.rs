@@ -1,11 +1,13 @@
 //! The HTTP API for agents and scripts, authenticated by API keys: the REST execute API
 //! (`/api/v1/execute`, `/api/v1/providers`), RAGFlow's executor-manager `/run`, RAGFlow's
-//! sandbox admin API (`/api/v1/admin/sandbox/*`), and the OpenAPI document of all of them,
+//! sandbox admin API (`/api/v1/admin/sandbox/*`), Dify's sandbox API (`/dify/v1/sandbox/*`),
+//! and the OpenAPI document of all of them,
 //! generated from the handlers so it cannot drift from the routes.
 //!
 //! Its own router with its own layers (none of the pages' sign-in gate, admission or sessions
 //! around it): every handler checks the API key itself, and answers in JSON.
 
+pub mod dify;
 pub mod error;
 pub mod execute;
 pub mod ragflow_admin;
@@ -50,6 +52,7 @@ use error::ApiError;
         (name = "execute", description = "The execute API"),
         (name = "ragflow", description = "RAGFlow executor-manager compatible"),
         (name = "ragflow-admin", description = "RAGFlow sandbox admin API compatible"),
+        (name = "dify", description = "Dify sandbox compatible (`CODE_EXECUTION_ENDPOINT=http://<console>/dify`)"),
         (name = "meta", description = "Probes and this document"),
     )
 )]
@@ -68,6 +71,10 @@ impl Modify for SecuritySchemes {
             "sandbox_token",
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Sandbox-Token"))),
         );
+        components.add_security_scheme(
+            "dify_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Api-Key"))),
+        );
     }
 }
 
@@ -85,6 +92,9 @@ pub fn routes(max_body_bytes: usize) -> (Router<AppState>, utoipa::openapi::Open
             ragflow_admin::set_config
         ))
         .routes(routes!(ragflow_admin::test))
+        .routes(routes!(dify::run))
+        .routes(routes!(dify::dependencies))
+        .routes(routes!(dify::health))
         .routes(routes!(openapi_json))
         .routes(routes!(healthz))
         .split_for_parts();

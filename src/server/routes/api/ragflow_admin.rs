@@ -224,6 +224,7 @@ fn provider_and_config(
 
 /// List the providers (RAGFlow: `GET /api/v1/admin/sandbox/providers`).
 #[utoipa::path(get, path = "/api/v1/admin/sandbox/providers", tag = "ragflow-admin",
+    operation_id = "admin_sandbox_providers",
     security(("api_key" = ["admin"])),
     responses((status = 200, description = "`data`: `[{id, name, description, tags}]`"),
               (status = 401, description = "No API key, or an unknown or revoked one"),
