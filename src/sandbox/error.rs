@@ -48,6 +48,9 @@ pub enum Error {
     /// The console is stopping: the run was refused, or cancelled after the shutdown grace.
     #[error("the console is shutting down")]
     ShuttingDown,
+    /// The provider runs each program in a fresh sandbox and cannot hold one for a session.
+    #[error("the {0} provider runs stateless only: it cannot keep a session")]
+    Stateless(String),
 }
 
 impl Error {

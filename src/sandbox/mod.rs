@@ -11,6 +11,7 @@ mod provider;
 pub mod providers;
 pub mod registry;
 pub mod runner;
+pub mod session;
 pub mod testkit;
 mod waiting;
 

@@ -115,6 +115,15 @@ pub trait SandboxProvider: Debug + Send + Sync + 'static {
         request: &ExecRequest,
     ) -> Result<ExecutionResult, Error>;
 
+    /// Opens a session: a sandbox held for one caller, with state kept between its cells (see
+    /// [`crate::sandbox::session`]). The default: this provider runs stateless only.
+    async fn open_session(
+        &self,
+        _spec: &crate::sandbox::session::SessionSpec,
+    ) -> Result<std::sync::Arc<dyn crate::sandbox::session::Session>, Error> {
+        Err(Error::Stateless(self.info().kind.clone()))
+    }
+
     /// Releases `instance`. The default does nothing: see [`Self::create_instance`].
     async fn destroy_instance(&self, _instance: Instance) -> Result<(), Error> {
         Ok(())

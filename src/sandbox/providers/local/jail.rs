@@ -120,7 +120,7 @@ pub(super) fn running_as_root() -> bool {
         .unwrap_or(false)
 }
 
-fn interpreter(config: &LocalConfig, language: Language) -> &str {
+pub(super) fn interpreter(config: &LocalConfig, language: Language) -> &str {
     match language {
         Language::Python => &config.python_path,
         Language::Javascript => &config.node_path,
@@ -203,23 +203,25 @@ pub(super) fn denied_syscalls() -> Filter {
     filter
 }
 
-/// A container whose `/workspace` is a fresh tmpfs (its files count against the run's memory
+/// A container whose `workspace` (`/workspace` for runs) is a fresh tmpfs (its files count against the run's memory
 /// limit and never touch the host's disk), with `artifacts_dir` bound at `/workspace/artifacts`
 /// when the run's files are to come back.
-fn container(
+/// Sessions have theirs at `/home/user`, where E2B's clients look for files.
+pub(super) fn container(
     config: &LocalConfig,
     mount: Option<&Mount>,
     artifacts_dir: Option<&Path>,
     language: Language,
     timeout: Duration,
     network: Option<&NetworkFiles>,
+    workspace: &str,
 ) -> Result<Container, String> {
     let mut container = base_container("sandbox", network)?;
-    container.tmpfsmount("/workspace");
+    container.tmpfsmount(workspace);
     if let Some(dir) = artifacts_dir {
         container.bindmount_rw(
             &dir.to_string_lossy(),
-            &format!("/workspace/{}", runner::ARTIFACT_DIR),
+            &format!("{workspace}/{}", runner::ARTIFACT_DIR),
         );
     }
     if let Some(mount) = mount {
@@ -257,7 +259,7 @@ fn container(
         Some(_) => &[environment::MOUNT_POINT],
         None => &[],
     };
-    container.landlock_ruleset(base_ruleset(readable, &["/workspace"], network));
+    container.landlock_ruleset(base_ruleset(readable, &[workspace], network));
     container.seccomp_filter(denied_syscalls());
     Ok(container)
 }
@@ -278,6 +280,13 @@ pub enum Stop {
 /// say at shutdown) kills the sandbox at once.
 #[derive(Debug)]
 pub struct KillOnDrop(mpsc::Sender<Stop>);
+
+impl KillOnDrop {
+    /// Kills the sandbox now (as dropping this does).
+    pub fn kill(&self) {
+        let _ = self.0.send(Stop::Abandoned);
+    }
+}
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
@@ -397,6 +406,7 @@ fn run_in(
         job.language,
         timeout,
         network,
+        "/workspace",
     )?;
     for file in &job.files {
         let text = std::str::from_utf8(&file.contents)
@@ -535,6 +545,7 @@ pub fn probe(config: &LocalConfig, mount: Option<&Mount>) -> Result<Map<String, 
         Language::Python,
         Duration::from_secs(5),
         None,
+        "/workspace",
     )?;
     let started = Instant::now();
     let output = container

@@ -6,6 +6,7 @@ mod config;
 mod error;
 mod jail;
 mod oom;
+pub mod session;
 
 use std::{sync::Arc, time::Duration};
 
@@ -201,6 +202,19 @@ impl SandboxProvider for LocalProvider {
         self.egress.is_some()
     }
 
+    async fn open_session(
+        &self,
+        spec: &crate::sandbox::session::SessionSpec,
+    ) -> Result<Arc<dyn crate::sandbox::session::Session>, Error> {
+        session::open(
+            self.config.clone(),
+            self.mount.clone(),
+            self.egress.clone(),
+            spec,
+        )
+        .await
+    }
+
     async fn health(&self) -> HealthReport {
         let config = self.config.clone();
         let mount = self.mount.clone();
@@ -310,5 +324,7 @@ impl SandboxProvider for LocalProvider {
     }
 }
 
+#[cfg(test)]
+mod session_tests;
 #[cfg(test)]
 mod tests;

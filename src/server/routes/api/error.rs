@@ -151,6 +151,11 @@ impl From<SandboxError> for ApiError {
                 unavailable.retry_after = Some(Duration::from_secs(1));
                 unavailable
             }
+            SandboxError::Stateless(_) => Self::new(
+                StatusCode::CONFLICT,
+                "stateless_provider",
+                error.to_string(),
+            ),
             SandboxError::UnknownKind { .. } | SandboxError::ConfigInvalid { .. } => {
                 Self::internal(&detail)
             }
