@@ -221,6 +221,8 @@ pub struct Config {
         global = true
     )]
     pub session_idle_minutes: u32,
+    #[command(flatten)]
+    pub sandbox_sessions: crate::server::sessions::limits::SessionLimits,
     /// Failed sign-ins allowed per account from one client address within the window; past
     /// it that address is locked out of that account (other addresses are not).
     #[arg(
@@ -519,6 +521,7 @@ impl std::fmt::Debug for Config {
             )
             .field("secure_cookies", &self.secure_cookies)
             .field("session_idle_minutes", &self.session_idle_minutes)
+            .field("sandbox_sessions", &self.sandbox_sessions)
             .field("login_max_failures", &self.login_max_failures)
             .field(
                 "login_max_failures_per_account",

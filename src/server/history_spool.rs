@@ -308,6 +308,7 @@ mod tests {
             stdout: None,
             stderr: None,
             egress: None,
+            session_id: None,
         }
     }
 

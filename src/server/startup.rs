@@ -197,6 +197,14 @@ impl Application {
             }),
             api_keys: Arc::new(ApiKeys::new(pool.clone(), config.api_rate_limit)),
             metrics,
+            sessions: {
+                let sessions = crate::server::sessions::SandboxSessions::new(
+                    sandbox.clone(),
+                    config.sandbox_sessions.clone(),
+                );
+                sessions.keep_reaping();
+                sessions
+            },
             sandbox,
             environments,
             origin: Arc::new(origin),
@@ -292,8 +300,11 @@ impl Application {
         };
         let runs = {
             let sandbox = state.sandbox.clone();
+            let sessions = state.sessions.clone();
             tokio::spawn(async move {
                 if stopping_rx.await.is_ok() {
+                    // Sessions end at once: their cells answer, and their sandboxes go.
+                    sessions.close_all().await;
                     let cancelled = sandbox.finish_runs(grace).await;
                     if cancelled > 0 {
                         tracing::warn!(cancelled, "runs cancelled at shutdown");
@@ -314,6 +325,7 @@ impl Application {
         let result = serve::serve(listener, router, limits, stop).await;
         housekeeping.abort();
         runs.abort();
+        state.sessions.close_all().await;
         state.sandbox.shutdown().await;
         if let Some(server) = metrics_server {
             server.abort();

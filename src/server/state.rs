@@ -30,6 +30,8 @@ pub struct AppState {
     /// API keys, with their scopes and per-key rate limit.
     pub api_keys: Arc<ApiKeys>,
     pub sandbox: Arc<SandboxService>,
+    /// Sandbox sessions held for API keys.
+    pub sessions: Arc<crate::server::sessions::SandboxSessions>,
     /// Package environments: specs, builds, the store.
     pub environments: Arc<crate::server::environments::EnvironmentService>,
     pub metrics: Arc<Metrics>,

@@ -365,6 +365,17 @@ async fn the_openapi_document_describes_every_api_route() {
         ("/api/v1/admin/sandbox/config", "get"),
         ("/api/v1/admin/sandbox/config", "post"),
         ("/api/v1/admin/sandbox/test", "post"),
+        ("/api/v1/sessions", "post"),
+        ("/api/v1/sessions", "get"),
+        ("/api/v1/sessions/{id}", "get"),
+        ("/api/v1/sessions/{id}", "delete"),
+        ("/api/v1/sessions/{id}/execute", "post"),
+        ("/api/v1/sessions/{id}/interrupt", "post"),
+        ("/api/v1/sessions/{id}/files", "get"),
+        ("/api/v1/sessions/{id}/files", "put"),
+        ("/api/v1/sessions/{id}/files", "delete"),
+        ("/api/v1/sessions/{id}/files/list", "get"),
+        ("/api/v1/sessions/{id}/commands", "post"),
         ("/dify/v1/sandbox/run", "post"),
         ("/dify/v1/sandbox/dependencies", "get"),
         ("/dify/health", "get"),
@@ -380,10 +391,12 @@ async fn the_openapi_document_describes_every_api_route() {
     for (path, item) in paths {
         for method in item.as_object().unwrap().keys() {
             documented += 1;
-            let url = app.url(&path.replace("{provider_id}", "local"));
+            let url = app.url(&path.replace("{provider_id}", "local").replace("{id}", "x"));
             let request = match method.as_str() {
                 "get" => app.client.get(url),
                 "post" => app.client.post(url).json(&json!({})),
+                "put" => app.client.put(url).body("x"),
+                "delete" => app.client.delete(url),
                 other => panic!("unexpected method {other}"),
             };
             let status = request.send().await.unwrap().status().as_u16();

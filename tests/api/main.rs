@@ -47,6 +47,7 @@ mod sandbox_settings;
 mod save_reaches_runs;
 mod scripted;
 mod self_managed_provider;
+mod sessions;
 mod setting_versions;
 mod settings_audit;
 mod system_setting;

@@ -26,3 +26,43 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// How many processes below this test process have `token` in their command line (the
+/// arguments joined by spaces): what a test started, whoever else runs on the machine.
+pub fn descendants_with(token: &str) -> usize {
+    let me = std::process::id();
+    let parent_of = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit(')')
+            .next()?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if !cmdline.contains(token) {
+                return false;
+            }
+            let mut at = *pid;
+            while let Some(parent) = parent_of(at) {
+                if parent == me {
+                    return true;
+                }
+                if parent <= 1 {
+                    return false;
+                }
+                at = parent;
+            }
+            false
+        })
+        .count()
+}

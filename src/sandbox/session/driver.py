@@ -58,8 +58,23 @@ class _Reader(threading.Thread):
         self.seen.wait(timeout)
 
 
+_readers = []
+
+
+def _drain():
+    # Everything printed so far becomes events before what comes next (a result, an error,
+    # the end of the request).
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for reader, fd in _readers:
+            reader.sync(fd)
+    except KeyboardInterrupt:
+        pass
+
+
 def _redirect():
-    readers = []
+    readers = _readers
     for kind, fd in (("stdout", 1), ("stderr", 2)):
         r, w = os.pipe()
         os.dup2(w, fd)
@@ -144,6 +159,7 @@ def _cell(request):
                 main = _bundle(value)
     except BaseException as error:
         ok = False
+        _drain()
         import traceback
         if isinstance(error, SystemExit):
             name, value = "SystemExit", str(error.code)
@@ -151,6 +167,7 @@ def _cell(request):
             name, value = type(error).__name__, str(error)
         lines = traceback.format_exception(type(error), error, error.__traceback__.tb_next)
         _send({"t": "error", "name": name, "value": value, "traceback": "".join(lines)})
+    _drain()
     for bundle in _open_figures():
         _send({"t": "result", "data": bundle, "main": False})
     if main is not None:
@@ -224,7 +241,7 @@ def _command(request):
 
 
 def _main():
-    readers = _redirect()
+    _redirect()
     _use_environment()
     os.environ.setdefault("MPLBACKEND", "Agg")
     _send({"t": "ready", "pid": os.getpid()})
@@ -251,13 +268,7 @@ def _main():
             kind = "not_found" if isinstance(error, FileNotFoundError) else \
                 "already_exists" if isinstance(error, FileExistsError) else "invalid"
             answer.update({"failed": kind, "message": str(error)})
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            for reader, fd in readers:
-                reader.sync(fd)
-        except KeyboardInterrupt:
-            pass
+        _drain()
         _send(answer)
 
 

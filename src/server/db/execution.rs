@@ -42,6 +42,8 @@ pub enum Source {
     Admin,
     /// Dify's `/v1/sandbox/run`.
     Dify,
+    /// A cell or command of a session (our API or E2B's).
+    Session,
 }
 
 impl CallerKind {
@@ -64,6 +66,7 @@ impl Source {
             Source::Cli => "cli",
             Source::Admin => "admin",
             Source::Dify => "dify",
+            Source::Session => "session",
         }
     }
 }
@@ -147,6 +150,8 @@ pub struct NewExecution<'a> {
     pub content: Option<Content<'a>>,
     /// The run's egress report as JSON, when it ran on an allow-list.
     pub egress: Option<&'a str>,
+    /// The session the run was a cell or command of.
+    pub session: Option<&'a str>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

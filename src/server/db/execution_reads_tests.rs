@@ -23,6 +23,7 @@ async fn insert(pool: &AnyPool, provider: &str, status: &str, duration_ms: u64) 
         error: None,
         content: None,
         egress: None,
+        session: None,
     };
     let row = HistoryRow::of(&row);
     record_rows(pool, &[row], "test-replica").await.unwrap();

@@ -29,6 +29,9 @@ pub struct HistoryRow {
     pub stdout: Option<String>,
     pub stderr: Option<String>,
     pub egress: Option<String>,
+    /// The session the run was a cell or command of.
+    #[serde(default)]
+    pub session_id: Option<String>,
 }
 
 /// A fresh row key: 128 random bits.
@@ -61,6 +64,7 @@ impl HistoryRow {
             stdout: run.content.as_ref().map(|c| c.stdout.to_owned()),
             stderr: run.content.as_ref().map(|c| c.stderr.to_owned()),
             egress: run.egress.map(str::to_owned),
+            session_id: run.session.map(str::to_owned),
         }
     }
 }
@@ -77,9 +81,9 @@ pub async fn record_rows(
         sqlx::query(
             "insert into execution (caller, caller_kind, source, provider, language, status, \
              exit_code, duration_ms, code_sha256, input_bytes, output_bytes, error, code, \
-             stdout, stderr, egress, created_at, updated_at, replica, row_key) \
+             stdout, stderr, egress, created_at, updated_at, replica, row_key, session_id) \
              values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-             $17, $17, $18, $19) on conflict (row_key) do nothing",
+             $17, $17, $18, $19, $20) on conflict (row_key) do nothing",
         )
         .bind(&row.caller)
         .bind(&row.caller_kind)
@@ -100,6 +104,7 @@ pub async fn record_rows(
         .bind(&row.created_at)
         .bind(replica)
         .bind(&row.key)
+        .bind(&row.session_id)
         .execute(&mut *tx)
         .await?;
     }

@@ -246,6 +246,19 @@ impl SandboxService {
         request: &ExecRequest,
         outcome: &Result<ExecutionResult, SandboxError>,
     ) {
+        self.record_run(caller, kind, request, outcome, None).await
+    }
+
+    /// Records a run (its history row and metrics), as a cell or command of `session` when
+    /// it is one.
+    pub async fn record_run(
+        &self,
+        caller: &Caller,
+        kind: &str,
+        request: &ExecRequest,
+        outcome: &Result<ExecutionResult, SandboxError>,
+        session: Option<&str>,
+    ) {
         let input_bytes =
             request.code.len() + serde_json::to_string(&request.arguments).map_or(0, |a| a.len());
         let (status, exit_code, duration_ms, output_bytes, error) = match outcome {
@@ -299,6 +312,7 @@ impl SandboxService {
             error: error.as_deref(),
             content,
             egress: egress.as_deref(),
+            session,
         };
         if let Some(metrics) = &self.metrics {
             let ran = outcome.as_ref().ok();

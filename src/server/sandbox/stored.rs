@@ -91,6 +91,19 @@ impl SandboxService {
             .and_then(|values| values.get(key).cloned())
     }
 
+    /// The time limit of one run on `kind` (its `timeout_secs`, saved or default); 60 s for
+    /// providers without one. Sessions apply it to each cell and command.
+    pub async fn run_time_limit(&self, kind: &str) -> u32 {
+        let saved = self.stored_field(kind, "timeout_secs").await;
+        let default = self
+            .schema_of(kind)
+            .and_then(|schema| schema.field("timeout_secs").and_then(|f| f.default.clone()));
+        saved
+            .or(default)
+            .and_then(|v| v.as_u64())
+            .map_or(60, |secs| secs.clamp(1, 600) as u32)
+    }
+
     pub(super) async fn stored_values(
         &self,
         db: impl AnyExecutor<'_>,

@@ -12,6 +12,8 @@ pub mod error;
 pub mod execute;
 pub mod ragflow_admin;
 pub mod ragflow_run;
+pub mod session_files;
+pub mod sessions;
 
 use std::sync::Arc;
 
@@ -52,6 +54,7 @@ use error::ApiError;
         (name = "execute", description = "The execute API"),
         (name = "ragflow", description = "RAGFlow executor-manager compatible"),
         (name = "ragflow-admin", description = "RAGFlow sandbox admin API compatible"),
+        (name = "sessions", description = "Sandbox sessions: state kept between cells, files, commands"),
         (name = "dify", description = "Dify sandbox compatible (`CODE_EXECUTION_ENDPOINT=http://<console>/dify`)"),
         (name = "meta", description = "Probes and this document"),
     )
@@ -92,6 +95,17 @@ pub fn routes(max_body_bytes: usize) -> (Router<AppState>, utoipa::openapi::Open
             ragflow_admin::set_config
         ))
         .routes(routes!(ragflow_admin::test))
+        .routes(routes!(sessions::open, sessions::list))
+        .routes(routes!(sessions::get, sessions::close))
+        .routes(routes!(sessions::execute))
+        .routes(routes!(sessions::interrupt))
+        .routes(routes!(
+            session_files::read,
+            session_files::write,
+            session_files::remove
+        ))
+        .routes(routes!(session_files::list))
+        .routes(routes!(session_files::command))
         .routes(routes!(dify::run))
         .routes(routes!(dify::dependencies))
         .routes(routes!(dify::health))
