@@ -12,6 +12,7 @@ mod database;
 mod dify;
 mod docker_provider;
 mod e2b_provider;
+mod e2b_sdk;
 mod egress;
 mod egress_claims;
 mod environment_bases;

@@ -13,3 +13,10 @@ pub fn python() -> PathBuf {
     );
     python
 }
+
+/// A client script of `tests/clients/`.
+pub fn script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/clients")
+        .join(name)
+}

@@ -82,8 +82,10 @@ def _redirect():
         reader = _Reader(kind, r)
         reader.start()
         readers.append((reader, fd))
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", write_through=True)
+    # Line-buffered, as a notebook shows output: a print comes back as one chunk, and what is
+    # left without a newline comes at the end of the request (or when the buffer fills).
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", line_buffering=True)
     return readers
 
 
@@ -102,8 +104,15 @@ def _use_environment():
             pass
 
 
-_scope = {"__name__": "__main__", "__builtins__": __builtins__}
+# Each code context has its globals; "default" is the one a caller gets without asking.
+_scopes = {}
 _count = 0
+
+
+def _scope(context):
+    if context not in _scopes:
+        _scopes[context] = {"__name__": "__main__", "__builtins__": __builtins__}
+    return _scopes[context]
 
 
 def _bundle(value):
@@ -148,14 +157,15 @@ def _cell(request):
     global _count
     _count += 1
     ok, main = True, None
+    scope = _scope(request.get("context") or "default")
     try:
         tree = ast.parse(request["code"], "<cell>", "exec")
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        exec(compile(tree, "<cell>", "exec"), _scope)
+        exec(compile(tree, "<cell>", "exec"), scope)
         if last is not None:
-            value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), _scope)
+            value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), scope)
             if value is not None:
-                _scope["_"] = value
+                scope["_"] = value
                 main = _bundle(value)
     except BaseException as error:
         ok = False
@@ -260,6 +270,8 @@ def _main():
                 answer.update(_cell(request))
             elif request["op"] == "command":
                 answer.update(_command(request))
+            elif request["op"] == "reset":
+                _scopes.pop(request.get("context") or "default", None)
             else:
                 answer.update(_files(request))
         except KeyboardInterrupt:

@@ -227,13 +227,13 @@ impl<T: Transport> Session for DriverSession<T> {
 
     async fn run_cell(
         &self,
+        context: &str,
         code: &str,
         deadline: Duration,
         sink: Option<EventSink>,
     ) -> Result<CellOutcome, Error> {
-        let exchange = self
-            .request(json!({"op": "cell", "code": code}), deadline, sink.as_ref())
-            .await?;
+        let request = json!({"op": "cell", "code": code, "context": context});
+        let exchange = self.request(request, deadline, sink.as_ref()).await?;
         let count = exchange.done["count"].as_u64();
         let execution_count = match count {
             Some(n) => {
@@ -260,6 +260,14 @@ impl<T: Transport> Session for DriverSession<T> {
             wall_time_ms: exchange.elapsed.as_millis() as u64,
             session_ended: exchange.session_ended,
         })
+    }
+
+    async fn reset_context(&self, context: &str) -> Result<(), Error> {
+        let request = json!({"op": "reset", "context": context});
+        self.file_op(request)
+            .await?
+            .map_err(|e| Error::Backend(e.to_string()))?;
+        Ok(())
     }
 
     async fn interrupt(&self) -> Result<(), Error> {

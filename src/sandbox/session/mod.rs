@@ -146,14 +146,19 @@ pub trait Session: Debug + Send + Sync {
     /// Whether the sandbox is still there (its interpreter alive, its lifetime not over).
     fn alive(&self) -> bool;
 
-    /// Runs `code` in the session's interpreter, at most `deadline`: past it the cell is
-    /// interrupted, and if the interpreter does not answer soon after, the session is ended.
+    /// Runs `code` in the session's interpreter, in code context `context` (each has its own
+    /// globals; `default` unless the caller made others), at most `deadline`: past it the cell
+    /// is interrupted, and if the interpreter does not answer soon after, the session is ended.
     async fn run_cell(
         &self,
+        context: &str,
         code: &str,
         deadline: Duration,
         sink: Option<EventSink>,
     ) -> Result<CellOutcome, Error>;
+
+    /// Forgets a code context's globals (its next cell starts afresh).
+    async fn reset_context(&self, context: &str) -> Result<(), Error>;
 
     /// Interrupts the running cell, if any (as Ctrl-C would).
     async fn interrupt(&self) -> Result<(), Error>;

@@ -7,6 +7,7 @@ pub mod api;
 pub mod artifacts;
 pub mod assets;
 pub mod auth;
+pub mod e2b;
 pub mod exports;
 pub mod gate;
 pub mod headers;
@@ -45,11 +46,13 @@ pub fn router(
     admission: PageAdmission,
 ) -> Router {
     let api = api::router(state.clone(), api_max_body_bytes, sessions.clone());
+    let e2b = e2b::router(state.clone(), api_max_body_bytes)
+        .layer(middleware::from_fn_with_state(state.clone(), api::guard));
     let pages = routes(state, api_max_body_bytes)
         .layer(sessions)
         .layer(middleware::from_fn_with_state(admission, admission::admit))
         .layer(middleware::from_fn(headers::explain_empty_errors));
-    add_outer_layers(pages.merge(api))
+    add_outer_layers(pages.merge(api).merge(e2b))
 }
 
 /// `--metrics-listen`: `/metrics` without authentication, nothing else.

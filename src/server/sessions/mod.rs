@@ -42,6 +42,8 @@ pub struct Held {
     pub language: Language,
     /// UTC, as the history writes times.
     pub created_at: String,
+    /// The code contexts made besides `default` (E2B's `/contexts`): `{id, language, cwd}`.
+    pub contexts: Mutex<Vec<Value>>,
     /// The token E2B's clients send as `X-Access-Token` on sandbox calls.
     pub access_token: String,
     /// What the caller attached at creation (E2B's `metadata`).
@@ -237,6 +239,7 @@ impl SandboxSessions {
             provider: kind,
             language,
             created_at: crate::server::db::clock::now(),
+            contexts: Mutex::default(),
             access_token: random_id("envd-"),
             metadata,
             session,
@@ -246,6 +249,12 @@ impl SandboxSessions {
             cells: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
         }))
+    }
+
+    /// Session `id`, whoever holds it: for calls that prove themselves otherwise (E2B's
+    /// sandbox calls carry the session's own access token).
+    pub fn by_id(&self, id: &str) -> Option<Arc<Held>> {
+        self.live().held.get(id).cloned()
     }
 
     /// `owner`'s session `id` (another key's is not found).
@@ -313,13 +322,14 @@ impl SandboxSessions {
         &self,
         held: &Arc<Held>,
         caller: &Caller,
+        context: &str,
         code: &str,
         asked: Option<u32>,
         sink: Option<EventSink>,
     ) -> Result<CellOutcome, SandboxError> {
         let _in_use = held.using();
         let deadline = self.cell_deadline(held, asked).await;
-        let outcome = held.session.run_cell(code, deadline, sink).await;
+        let outcome = held.session.run_cell(context, code, deadline, sink).await;
         if outcome.is_ok() {
             held.cells.fetch_add(1, Ordering::SeqCst);
         }

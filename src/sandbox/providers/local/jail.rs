@@ -62,6 +62,10 @@ const ETC_READABLE: &[&str] = &[
     "/etc/python3.11",
     "/etc/fonts",
     "/etc/locale.alias",
+    // The shells' start-up files: E2B's clients run every command as `bash -l -c`.
+    "/etc/profile",
+    "/etc/profile.d",
+    "/etc/bash.bashrc",
 ];
 const MIB: u64 = 1024 * 1024;
 const EPERM: i32 = 1;

@@ -74,12 +74,20 @@ async fn cells_share_their_globals_and_imports() {
     let deadline = Duration::from_secs(20);
 
     let first = session
-        .run_cell("import math\nx = 41\nprint('set')", deadline, None)
+        .run_cell(
+            "default",
+            "import math\nx = 41\nprint('set')",
+            deadline,
+            None,
+        )
         .await
         .unwrap();
-    let second = session.run_cell("x + 1", deadline, None).await.unwrap();
+    let second = session
+        .run_cell("default", "x + 1", deadline, None)
+        .await
+        .unwrap();
     let third = session
-        .run_cell("math.floor(2.5)", deadline, None)
+        .run_cell("default", "math.floor(2.5)", deadline, None)
         .await
         .unwrap();
 
@@ -96,7 +104,10 @@ async fn cells_share_their_globals_and_imports() {
         ),
         (1, 2, 3)
     );
-    let failed = session.run_cell("1 / 0", deadline, None).await.unwrap();
+    let failed = session
+        .run_cell("default", "1 / 0", deadline, None)
+        .await
+        .unwrap();
     assert_eq!(failed.status, ExecStatus::ProgramError);
     assert!(failed.events.iter().any(|e| matches!(e,
         CellEvent::Error { name, .. } if name == "ZeroDivisionError")));
@@ -110,6 +121,7 @@ async fn a_runaway_cell_is_interrupted_and_the_session_answers_again() {
 
     let runaway = session
         .run_cell(
+            "default",
             "n = 0\nwhile True:\n    n += 1",
             Duration::from_secs(1),
             None,
@@ -117,7 +129,7 @@ async fn a_runaway_cell_is_interrupted_and_the_session_answers_again() {
         .await
         .unwrap();
     let after = session
-        .run_cell("n > 0", Duration::from_secs(20), None)
+        .run_cell("default", "n > 0", Duration::from_secs(20), None)
         .await
         .unwrap();
 
@@ -144,12 +156,22 @@ async fn files_and_commands_work_in_the_session_workspace() {
         Ok(vec![0, 1, 2, 255])
     );
     let read = session
-        .run_cell("open('data/blob.bin', 'rb').read()", deadline, None)
+        .run_cell(
+            "default",
+            "open('data/blob.bin', 'rb').read()",
+            deadline,
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(main_text(&read).as_deref(), Some("b'\\x00\\x01\\x02\\xff'"));
     session
-        .run_cell("open('made.txt', 'w').write('hi')", deadline, None)
+        .run_cell(
+            "default",
+            "open('made.txt', 'w').write('hi')",
+            deadline,
+            None,
+        )
         .await
         .unwrap();
     let names: Vec<String> = session
@@ -203,6 +225,7 @@ async fn a_closed_session_leaves_no_process_behind() {
     let token = format!("{}", 7_000_000 + rand::random::<u32>() % 1_000_000);
     session
         .run_cell(
+            "default",
             &format!("import subprocess\nchild = subprocess.Popen(['sleep', '{token}'])"),
             Duration::from_secs(20),
             None,
@@ -230,6 +253,7 @@ async fn a_memory_bomb_in_a_cell_is_a_memory_limit() {
 
     let bomb = session
         .run_cell(
+            "default",
             "b = bytearray(1024 * 1024 * 1024)",
             Duration::from_secs(20),
             None,

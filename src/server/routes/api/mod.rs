@@ -144,7 +144,7 @@ pub fn router(
 /// Remembers the caller's address for the keys' "last used from" (read by
 /// `ApiKeys::authorize`), and refuses a state-changing request a browser says comes from
 /// another site, as for the pages.
-async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     if !gate::allowed_origin(&state.origin, request.method(), request.headers()) {
         return (StatusCode::FORBIDDEN, "cross-origin request refused").into_response();
     }

@@ -269,7 +269,7 @@ pub async fn execute(
     if framing == Framing::Json {
         let outcome = state
             .sessions
-            .run_cell(&held, &caller, &body.code, body.timeout, None)
+            .run_cell(&held, &caller, "default", &body.code, body.timeout, None)
             .await?;
         return Ok(Json(outcome_json(&outcome)).into_response());
     }
@@ -278,7 +278,7 @@ pub async fn execute(
     let (code, timeout) = (body.code.clone(), body.timeout);
     let cell = tokio::spawn(async move {
         sessions
-            .run_cell(&held, &caller, &code, timeout, Some(sink))
+            .run_cell(&held, &caller, "default", &code, timeout, Some(sink))
             .await
     });
     Ok(stream_cell(framing, events, cell))
@@ -320,7 +320,8 @@ fn stream_cell(
         Framing::Sse => "text/event-stream",
         _ => "application/x-ndjson",
     };
-    let mut response = Body::from_stream(stream).into_response();
+    // Fused: a body may be polled once more after its end.
+    let mut response = Body::from_stream(futures_util::StreamExt::fuse(stream)).into_response();
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
