@@ -222,7 +222,7 @@ pub struct Config {
     )]
     pub session_idle_minutes: u32,
     #[command(flatten)]
-    pub sandbox_sessions: crate::server::sessions::limits::SessionLimits,
+    pub sandbox_sessions: crate::server::session_limits::SessionLimits,
     /// Failed sign-ins allowed per account from one client address within the window; past
     /// it that address is locked out of that account (other addresses are not).
     #[arg(

@@ -23,6 +23,7 @@ pub mod routes;
 pub mod sandbox;
 pub mod secrets;
 pub mod serve;
+pub mod session_limits;
 pub mod sessions;
 pub mod startup;
 pub mod state;

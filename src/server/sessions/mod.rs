@@ -2,7 +2,6 @@
 //! all, closed when idle, at the end of their lifetime, on request and at shutdown. Each cell
 //! and command is a history row tied to its session. A key sees only its own sessions.
 
-pub mod limits;
 mod record;
 
 use std::{
@@ -16,6 +15,7 @@ use std::{
 
 use serde_json::{Map, Value};
 
+use crate::server::session_limits::SessionLimits;
 use crate::{
     model::execution::{Language, MAX_TIMEOUT_SECS},
     sandbox::{
@@ -24,7 +24,6 @@ use crate::{
     },
     server::{db::execution::Caller, sandbox::SandboxService},
 };
-use limits::SessionLimits;
 
 /// Who holds a session: an API key.
 #[derive(Clone, Debug, PartialEq, Eq)]
