@@ -63,7 +63,10 @@ pub async fn section(base: &str, key: &str, runs: usize, warm: usize) -> anyhow:
         .await?;
 
     let mut report = String::new();
-    writeln!(report, "\n## A warm session's cell against a stateless run\n")?;
+    writeln!(
+        report,
+        "\n## A warm session's cell against a stateless run\n"
+    )?;
     writeln!(report, "The same Python ({} bytes: an import and a line) through the API on the local provider, {runs} times each after {warm} unmeasured: a cell in one open session (its interpreter and imports kept), and `POST /api/v1/execute` (a fresh sandbox and interpreter each time).\n", CODE.len())?;
     writeln!(report, "| path | p50 (ms) | p95 (ms) |\n|---|---|---|")?;
     writeln!(report, "| session cell | {cell_p50:.1} | {cell_p95:.1} |")?;

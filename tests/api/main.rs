@@ -11,6 +11,7 @@ mod dashboard;
 mod database;
 mod dify;
 mod docker_provider;
+mod docker_sessions;
 mod e2b_provider;
 mod e2b_sdk;
 mod egress;

@@ -159,6 +159,8 @@ pub fn container_body(
             readonly_rootfs: Some(true),
             tmpfs: Some(HashMap::from([
                 ("/workspace".to_owned(), tmpfs(config.workspace_mb)),
+                // A session's home, where E2B's clients keep their files (empty for runs).
+                ("/home/user".to_owned(), tmpfs(config.workspace_mb)),
                 ("/tmp".to_owned(), tmpfs(config.tmp_mb)),
             ])),
             cap_drop: Some(vec!["ALL".into()]),
@@ -434,14 +436,14 @@ pub async fn run_job(
     })
 }
 
-type Output = std::pin::Pin<
+pub(super) type Output = std::pin::Pin<
     Box<
         dyn futures_util::Stream<
                 Item = Result<bollard::container::LogOutput, bollard::errors::Error>,
             > + Send,
     >,
 >;
-type Input = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
+pub(super) type Input = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
 
 async fn start_exec(
     docker: &Docker,
@@ -449,6 +451,22 @@ async fn start_exec(
     cmd: Vec<String>,
     stdin: bool,
 ) -> Result<(String, Output, Input), DockerError> {
+    start_exec_in(docker, id, cmd, stdin, "/workspace", "/tmp").await
+}
+
+/// [`start_exec`] in folder `dir`, with `HOME` at `home` (a session's driver: both
+/// `/home/user`).
+pub(super) async fn start_exec_in(
+    docker: &Docker,
+    id: &str,
+    cmd: Vec<String>,
+    stdin: bool,
+    dir: &str,
+    home: &str,
+) -> Result<(String, Output, Input), DockerError> {
+    let mut env = base_env();
+    env.retain(|var| !var.starts_with("HOME="));
+    env.push(format!("HOME={home}"));
     let exec_error = |source| DockerError::Exec {
         id: id.to_owned(),
         source,
@@ -462,8 +480,8 @@ async fn start_exec(
                 attach_stderr: Some(true),
                 cmd: Some(cmd),
                 user: Some(USER.to_owned()),
-                working_dir: Some("/workspace".to_owned()),
-                env: Some(base_env()),
+                working_dir: Some(dir.to_owned()),
+                env: Some(env),
                 ..Default::default()
             },
         )

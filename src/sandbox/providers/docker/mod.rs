@@ -11,6 +11,7 @@ mod inspect;
 mod owner;
 mod pool;
 pub mod runtimes;
+mod session;
 mod verdict;
 
 use std::{sync::Arc, time::Duration};
@@ -187,12 +188,12 @@ impl DockerProvider {
     async fn connect(
         &self,
         docker: &bollard::Docker,
-        lease: &pool::Lease,
+        container: &str,
     ) -> Result<Option<egress::Running>, Error> {
         let Some(egress) = &self.shared.egress else {
             return Ok(None);
         };
-        let pid = inspect::init_pid(docker, &lease.id).await?;
+        let pid = inspect::init_pid(docker, container).await?;
         let device =
             tokio::task::spawn_blocking(move || egress::namespace::tun_in_namespace_of(pid))
                 .await
@@ -245,13 +246,13 @@ impl DockerProvider {
         let job = runner::prepare(request);
         let flag = format!("{}artifacts", job.marker);
         let max_output = config.max_output_bytes as usize;
-        let mut session = self.connect(&docker, lease).await;
+        let mut session = self.connect(&docker, &lease.id).await;
         beat.beat();
         if session.is_err() {
             // An idle container that died behind our back has no namespace left either.
             pool.replace(&self.shared, lease).await?;
             beat.beat();
-            session = self.connect(&docker, lease).await;
+            session = self.connect(&docker, &lease.id).await;
             beat.beat();
         }
         let session = session?;
@@ -381,6 +382,13 @@ impl SandboxProvider for DockerProvider {
 
     fn offers_network(&self) -> bool {
         self.shared.egress.is_some()
+    }
+
+    async fn open_session(
+        &self,
+        spec: &crate::sandbox::session::SessionSpec,
+    ) -> Result<Arc<dyn crate::sandbox::session::Session>, Error> {
+        session::open(self, spec).await
     }
 
     async fn health(&self) -> HealthReport {
