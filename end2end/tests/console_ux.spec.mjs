@@ -145,7 +145,7 @@ test('a keyboard-only trial run', async ({ page, javaScriptEnabled }, testInfo) 
   await page.locator('#trial').screenshot({ path: testInfo.outputPath('trial-run.png') });
 });
 
-const PAGES = ['/', '/admin/sandbox-settings', '/admin/environments', '/admin/history', '/admin/api-keys', '/admin/audit', '/admin/account', '/admin/administrators'];
+const PAGES = ['/', '/admin/sandbox-settings', '/admin/environments', '/admin/history', '/admin/sessions', '/admin/api-keys', '/admin/audit', '/admin/account', '/admin/administrators'];
 
 test('the code box numbers its lines with JavaScript off too', async ({ page }) => {
   await page.goto('/admin/sandbox-settings?provider=local');

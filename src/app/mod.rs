@@ -25,6 +25,7 @@ use pages::{
     not_found::NotFoundPage,
     overview::OverviewPage,
     sandbox_settings::SandboxSettingsPage,
+    sessions::SessionsPage,
     settings_audit::SettingsAuditPage,
 };
 
@@ -51,6 +52,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
                 <Route path=path!("/") view=|| view! { <Layout><OverviewPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/sandbox-settings") view=|| view! { <Layout><SandboxSettingsPage/></Layout> } ssr=SsrMode::Async/>
+                <Route path=path!("/admin/sessions") view=|| view! { <Layout><SessionsPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/api-keys") view=|| view! { <Layout><ApiKeysPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/environments") view=|| view! { <Layout><EnvironmentsPage/></Layout> } ssr=SsrMode::Async/>
                 <Route path=path!("/admin/environments/:name") view=|| view! { <Layout><EnvironmentDetailPage/></Layout> } ssr=SsrMode::Async/>

@@ -15,6 +15,7 @@ pub mod package_spec;
 pub mod provider;
 pub mod schema;
 pub mod schema_i18n;
+pub mod session;
 pub mod settings;
 pub mod url;
 

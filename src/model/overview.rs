@@ -16,4 +16,7 @@ pub struct SystemOverview {
     /// in the spool on this console's disk).
     #[serde(default)]
     pub history_backlog: u64,
+    /// Sandbox sessions open now (held for API keys).
+    #[serde(default)]
+    pub sandbox_sessions: u64,
 }

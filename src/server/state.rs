@@ -83,6 +83,7 @@ impl AppState {
             started_at,
             uptime_secs: self.started.0.elapsed().as_secs(),
             history_backlog: self.sandbox.history_backlog() as u64,
+            sandbox_sessions: self.sessions.all().len() as u64,
         })
     }
 }

@@ -10,6 +10,7 @@ pub mod environments;
 pub mod error;
 pub mod history;
 pub mod sandbox;
+pub mod sessions;
 pub mod system;
 
 #[cfg(feature = "ssr")]

@@ -348,3 +348,68 @@ async fn an_idle_session_is_reaped_and_a_stop_closes_the_rest() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_sessions_page_lists_open_sessions_and_closes_one_without_javascript() {
+    let app = spawn_app().await;
+    let key = app.api_key("notebook-agent", &["execute"]).await;
+    let id = open(&app, &key).await;
+    cell(&app, &key, &id, "y = 1").await;
+
+    let anonymous = app.get("/admin/sessions").await;
+    assert_ne!(
+        anonymous.status(),
+        StatusCode::OK,
+        "the page needs a signed-in admin"
+    );
+    let refused = app.call("list_sandbox_sessions", &[]).await;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+
+    app.login().await;
+    let page = app.text_of("/admin/sessions").await;
+    assert!(
+        page.contains(&format!("data-testid=\"session-{id}\"")),
+        "{page}"
+    );
+    assert!(page.contains("notebook-agent"));
+    let listed = app.call_ok("list_sandbox_sessions", &[]).await;
+    assert_eq!(listed[0]["cells"], 1);
+    assert_eq!(listed[0]["provider"], "local");
+    let dashboard = app.text_of("/").await;
+    assert!(
+        dashboard.contains("data-testid=\"sandbox-sessions\">1<"),
+        "the dashboard counts it"
+    );
+    let chinese = app
+        .get_in("/admin/sessions", "zh-CN")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(chinese.contains("会话"), "the page speaks Chinese too");
+
+    // JavaScript off: the link asks to confirm, the form closes it and comes back.
+    let confirm = app.text_of(&format!("/admin/sessions?close={id}")).await;
+    assert!(confirm.contains("data-testid=\"confirm-close\""));
+    let closed = app
+        .client
+        .post(app.url("/rpc/close_sandbox_session"))
+        .header("accept", "text/html")
+        .form(&[("id", id.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert!(closed.status().is_redirection() || closed.status().is_success());
+    let gone = app
+        .get_with_key(&format!("/api/v1/sessions/{id}"), &key)
+        .await;
+    assert_eq!(gone.status(), StatusCode::NOT_FOUND);
+    let page = app.text_of("/admin/sessions").await;
+    assert!(page.contains("data-testid=\"no-sessions\""), "{page}");
+    let audited = sqlx::query("select count(*) from settings_audit where action = 'session_close'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+        .get::<i64, _>(0);
+    assert_eq!(audited, 1);
+}

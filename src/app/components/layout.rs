@@ -14,6 +14,7 @@ fn nav_links() -> impl IntoView {
         <A href="/admin/sandbox-settings">{t!(i18n, nav.sandbox_settings)}</A>
         <A href="/admin/environments">{t!(i18n, nav.environments)}</A>
         <A href="/admin/history">{t!(i18n, nav.history)}</A>
+        <A href="/admin/sessions">{t!(i18n, nav.sessions)}</A>
         <A href="/admin/api-keys">{t!(i18n, nav.api_keys)}</A>
         <A href="/admin/audit">{t!(i18n, nav.audit)}</A>
         <A href="/admin/administrators">{t!(i18n, nav.administrators)}</A>

@@ -9,4 +9,5 @@ pub mod login;
 pub mod not_found;
 pub mod overview;
 pub mod sandbox_settings;
+pub mod sessions;
 pub mod settings_audit;

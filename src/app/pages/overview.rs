@@ -187,6 +187,8 @@ fn OverviewCard(overview: SystemOverview) -> impl IntoView {
                 <dd>{overview.admin_count}</dd>
                 <dt>{t!(i18n, dash.sessions)}</dt>
                 <dd>{overview.active_sessions}</dd>
+                <dt>{t!(i18n, dash.sandbox_sessions)}</dt>
+                <dd><a href="/admin/sessions" data-testid="sandbox-sessions">{overview.sandbox_sessions}</a></dd>
                 <dt>{t!(i18n, dash.running_since)}</dt>
                 <dd><When stamp=overview.started_at/> " (" {format_duration(overview.uptime_secs)} ")"</dd>
             </dl>

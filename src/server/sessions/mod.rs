@@ -293,6 +293,14 @@ impl SandboxSessions {
         Ok(())
     }
 
+    /// Closes session `id` whoever holds it (an admin on the Sessions page); the session, if
+    /// it was open.
+    pub async fn close_any(&self, id: &str) -> Option<Arc<Held>> {
+        let held = self.by_id(id)?;
+        self.end(&held, "closed by an admin").await;
+        Some(held)
+    }
+
     async fn end(&self, held: &Held, why: &str) {
         self.live().held.remove(&held.id);
         held.session.close().await;
