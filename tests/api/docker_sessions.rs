@@ -110,3 +110,42 @@ async fn docker_sessions_keep_state_interrupt_and_leave_no_container() {
         provider.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn docker_javascript_sessions_keep_state() {
+    let provider = provider("runc", json!({ "pool_size": 1 }));
+    let session = provider
+        .open_session(&SessionSpec {
+            language: Language::Javascript,
+            lifetime: Duration::from_secs(120),
+        })
+        .await
+        .expect("a JavaScript session opens");
+    let deadline = Duration::from_secs(30);
+    session
+        .run_cell("default", "var n = 41;", deadline, None)
+        .await
+        .unwrap();
+    let got = session
+        .run_cell("default", "n + 1", deadline, None)
+        .await
+        .unwrap();
+    assert_eq!(main_text(&got).as_deref(), Some("42"), "{got:?}");
+    let runaway = session
+        .run_cell(
+            "default",
+            "while (true) { n++; }",
+            Duration::from_secs(2),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(runaway.status, ExecStatus::Timeout, "{runaway:?}");
+    let after = session
+        .run_cell("default", "n > 42", deadline, None)
+        .await
+        .unwrap();
+    assert_eq!(main_text(&after).as_deref(), Some("true"), "{after:?}");
+    session.close().await;
+    provider.shutdown().await;
+}

@@ -23,6 +23,17 @@ use crate::{
 
 /// The Python driver, run as `python3 -I -B -c DRIVER`.
 pub const PYTHON_DRIVER: &str = include_str!("driver.py");
+/// The JavaScript driver, run as `node -e DRIVER`.
+pub const JAVASCRIPT_DRIVER: &str = include_str!("driver.js");
+
+/// The driver's arguments after the interpreter, for `language`.
+pub fn driver_args(language: Language) -> [&'static str; 4] {
+    match language {
+        Language::Python => ["-I", "-B", "-c", PYTHON_DRIVER],
+        // `--` ends Node's options; the driver reads no arguments.
+        Language::Javascript => ["-e", JAVASCRIPT_DRIVER, "--", "session"],
+    }
+}
 
 /// How long an interrupted cell has to answer before its session is ended.
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(3);

@@ -91,8 +91,8 @@ impl Transport for ContainerTransport {
     fn interrupt(&self) -> Result<(), Error> {
         let (docker, id, pid) = (self.docker.clone(), self.container.clone(), self.driver_pid);
         tokio::spawn(async move {
-            let signal = format!("import os, signal\nos.kill({pid}, signal.SIGINT)");
-            let cmd = vec!["python3".into(), "-I".into(), "-c".into(), signal];
+            // The shell's own `kill`: every runtime image has a shell, not every one Python.
+            let cmd = vec!["/bin/sh".into(), "-c".into(), format!("kill -INT {pid}")];
             if let Ok((_, mut output, _)) =
                 engine::start_exec_in(&docker, &id, cmd, false, HOME, HOME).await
             {
@@ -122,25 +122,19 @@ pub(super) async fn open(
     provider: &DockerProvider,
     spec: &SessionSpec,
 ) -> Result<Arc<dyn Session>, Error> {
-    if spec.language != Language::Python {
-        return Err(Error::Backend(format!(
-            "sessions run Python on this provider; {} sessions are not available yet",
-            spec.language
-        )));
-    }
     let shared = &provider.shared;
     let docker = shared.engine.client().await?;
     let container = engine::start_container(
         &docker,
         &shared.config,
-        Language::Python,
+        spec.language,
         &shared.owner,
         &format!("{}-sessions", shared.pool_id),
         shared.mount.as_ref(),
         shared.egress.as_ref().map(|e| e.files.as_ref()),
     )
     .await?;
-    match start_driver(provider, &docker, &container, spec.lifetime).await {
+    match start_driver(provider, &docker, &container, spec).await {
         Ok(session) => Ok(session),
         Err(error) => {
             engine::remove(&docker, &container).await;
@@ -153,16 +147,16 @@ async fn start_driver(
     provider: &DockerProvider,
     docker: &Docker,
     container: &str,
-    lifetime: Duration,
+    spec: &SessionSpec,
 ) -> Result<Arc<dyn Session>, Error> {
+    let lifetime = spec.lifetime;
     let network = provider.connect(docker, container).await?;
-    let cmd = vec![
-        "python3".into(),
-        "-I".into(),
-        "-B".into(),
-        "-c".into(),
-        driver::PYTHON_DRIVER.into(),
-    ];
+    let interpreter = match spec.language {
+        Language::Python => "python3",
+        Language::Javascript => "node",
+    };
+    let mut cmd = vec![interpreter.to_owned()];
+    cmd.extend(driver::driver_args(spec.language).map(str::to_owned));
     let (_, mut output, input) =
         engine::start_exec_in(docker, container, cmd, true, HOME, HOME).await?;
     let (events_tx, mut events) = mpsc::channel::<Value>(QUEUED_EVENTS);
@@ -250,7 +244,7 @@ async fn start_driver(
     Ok(Arc::new(DriverSession::new(
         transport,
         events,
-        Language::Python,
+        spec.language,
         CELL_OUTPUT_CAP,
     )))
 }

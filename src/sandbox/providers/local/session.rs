@@ -1,5 +1,5 @@
 //! Sessions on the local provider: one jail held for the session's lifetime, with the
-//! session driver as its program (`python3 -I -B -c <driver>`), its workspace a tmpfs at
+//! session driver as its program (`python3 -I -B -c <driver>`, `node -e <driver>`), its workspace a tmpfs at
 //! `/home/user`, under the same namespaces, landlock, seccomp, cgroup limits and network
 //! policy as a run. The jail's pipes are the driver's transport; SIGINT to the driver
 //! interrupts a cell; the watchdog ends the jail at the session's lifetime or when the session
@@ -127,18 +127,12 @@ pub(super) async fn open(
     egress: Option<Egress>,
     spec: &SessionSpec,
 ) -> Result<Arc<dyn Session>, Error> {
-    if spec.language != Language::Python {
-        return Err(Error::Backend(format!(
-            "sessions run Python on this provider; {} sessions are not available yet",
-            spec.language
-        )));
-    }
     let (kill, watch) = jail::stop_channel();
     let (events_tx, mut events) = mpsc::channel::<Value>(QUEUED_EVENTS);
     let (started_tx, started_rx) = oneshot::channel::<Result<Started, String>>();
     let alive = Arc::new(AtomicBool::new(true));
     let ended = Arc::new(AtomicU8::new(0));
-    let lifetime = spec.lifetime;
+    let (lifetime, language) = (spec.lifetime, spec.language);
     let runtime = tokio::runtime::Handle::current();
     let (thread_alive, thread_ended) = (alive.clone(), ended.clone());
     thread::Builder::new()
@@ -148,6 +142,7 @@ pub(super) async fn open(
                 hold(
                     &config,
                     mount.as_deref(),
+                    language,
                     lifetime,
                     files,
                     watch,
@@ -205,7 +200,7 @@ pub(super) async fn open(
     Ok(Arc::new(DriverSession::new(
         transport,
         events,
-        Language::Python,
+        language,
         config_output_cap(),
     )))
 }
@@ -228,6 +223,7 @@ fn driver_pid(supervisor: u32) -> Option<i32> {
 fn hold(
     config: &LocalConfig,
     mount: Option<&Mount>,
+    language: Language,
     lifetime: Duration,
     network: Option<&egress::files::NetworkFiles>,
     watch: jail::Watch,
@@ -235,15 +231,7 @@ fn hold(
     started: oneshot::Sender<Result<Started, String>>,
     ended: &AtomicU8,
 ) {
-    let container = jail::container(
-        config,
-        mount,
-        None,
-        Language::Python,
-        lifetime,
-        network,
-        HOME,
-    );
+    let container = jail::container(config, mount, None, language, lifetime, network, HOME);
     let container = match container {
         Ok(container) => container,
         Err(error) => {
@@ -251,9 +239,9 @@ fn hold(
             return;
         }
     };
-    let mut command = container.command(jail::interpreter(config, Language::Python));
+    let mut command = container.command(jail::interpreter(config, language));
     command
-        .args(["-I", "-B", "-c", driver::PYTHON_DRIVER])
+        .args(driver::driver_args(language))
         .current_dir(HOME)
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("HOME", HOME)

@@ -12,10 +12,14 @@ use crate::{
 };
 
 async fn open(overrides: Value) -> Arc<dyn Session> {
+    open_in(Language::Python, overrides).await
+}
+
+async fn open_in(language: Language, overrides: Value) -> Arc<dyn Session> {
     let provider = build(overrides.as_object().unwrap()).expect("the local provider builds");
     provider
         .open_session(&SessionSpec {
-            language: Language::Python,
+            language,
             lifetime: Duration::from_secs(120),
         })
         .await
@@ -272,4 +276,69 @@ async fn a_memory_bomb_in_a_cell_is_a_memory_limit() {
             "{bomb:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn javascript_cells_share_their_globals_and_a_runaway_is_interrupted() {
+    let session = open_in(Language::Javascript, json!({})).await;
+    let deadline = Duration::from_secs(20);
+
+    let first = session
+        .run_cell("default", "var x = 41; console.log('set');", deadline, None)
+        .await
+        .unwrap();
+    let second = session
+        .run_cell("default", "x + 1", deadline, None)
+        .await
+        .unwrap();
+    let runaway = session
+        .run_cell(
+            "default",
+            "while (true) { x++; }",
+            Duration::from_secs(1),
+            None,
+        )
+        .await
+        .unwrap();
+    let after = session
+        .run_cell("default", "x > 42", deadline, None)
+        .await
+        .unwrap();
+    let other = session
+        .run_cell("other", "typeof x", deadline, None)
+        .await
+        .unwrap();
+    let thrown = session
+        .run_cell("default", "throw new TypeError('nope')", deadline, None)
+        .await
+        .unwrap();
+
+    assert_eq!(first.text(false), "set\n", "{first:?}");
+    assert_eq!(main_text(&second).as_deref(), Some("42"), "{second:?}");
+    assert_eq!(runaway.status, ExecStatus::Timeout, "{runaway:?}");
+    assert!(!runaway.session_ended, "{runaway:?}");
+    assert_eq!(main_text(&after).as_deref(), Some("true"), "{after:?}");
+    assert_eq!(
+        main_text(&other).as_deref(),
+        Some("'undefined'"),
+        "contexts are apart"
+    );
+    assert!(
+        thrown.events.iter().any(|e| matches!(e,
+        CellEvent::Error { name, .. } if name == "TypeError")),
+        "{thrown:?}"
+    );
+    let written = session.write_file("a.txt", b"js").await.unwrap().unwrap();
+    assert_eq!(written.path, "/home/user/a.txt");
+    let read = session
+        .run_cell(
+            "default",
+            "require('fs').readFileSync('a.txt', 'utf8')",
+            deadline,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(main_text(&read).as_deref(), Some("'js'"), "{read:?}");
+    session.close().await;
 }

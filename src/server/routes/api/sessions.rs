@@ -77,7 +77,7 @@ pub(super) fn describe(held: &Held) -> Value {
 /// A session to open.
 #[derive(Deserialize, ToSchema)]
 pub struct OpenSession {
-    /// `python` (the default). Sessions run Python on the local provider today.
+    /// `python` (the default) or `javascript`.
     #[serde(default)]
     #[schema(value_type = Option<String>, example = "python")]
     language: Option<Language>,
