@@ -12,6 +12,8 @@ pub struct HistoryFilter {
     pub caller: String,
     /// The console replica that ran the run (replicas on one PostgreSQL).
     pub replica: String,
+    /// The session whose cells and commands to show.
+    pub session: String,
     pub from: String,
     pub to: String,
 }
@@ -24,6 +26,7 @@ impl HistoryFilter {
             ("status", &self.status),
             ("caller", &self.caller),
             ("replica", &self.replica),
+            ("session", &self.session),
             ("from", &self.from),
             ("to", &self.to),
         ]
@@ -54,6 +57,9 @@ pub struct ExecutionSummary {
     /// The console replica that ran it ('' for runs recorded before replicas were named).
     #[serde(default)]
     pub replica: String,
+    /// The session it was a cell or command of.
+    #[serde(default)]
+    pub session_id: Option<String>,
 }
 
 /// One run in full.

@@ -388,6 +388,26 @@ async fn the_sessions_page_lists_open_sessions_and_closes_one_without_javascript
         .unwrap();
     assert!(chinese.contains("会话"), "the page speaks Chinese too");
 
+    // The session's cells on the history, and the session on each cell's page.
+    let stranger = app.api_key("someone-else", &["execute"]).await;
+    let other = open(&app, &stranger).await;
+    assert_ne!(other, id);
+    let history = app.text_of(&format!("/admin/history?session={id}")).await;
+    assert_eq!(
+        history.matches("data-testid=\"history-row\"").count(),
+        1,
+        "{history}"
+    );
+    let row: i64 = sqlx::query("select id from execution where session_id = $1")
+        .bind(&id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+        .get(0);
+    let detail = app.text_of(&format!("/admin/history/{row}")).await;
+    assert!(detail.contains("data-testid=\"run-session\""), "{detail}");
+    assert!(detail.contains(&id));
+
     // JavaScript off: the link asks to confirm, the form closes it and comes back.
     let confirm = app.text_of(&format!("/admin/sessions?close={id}")).await;
     assert!(confirm.contains("data-testid=\"confirm-close\""));
@@ -405,7 +425,11 @@ async fn the_sessions_page_lists_open_sessions_and_closes_one_without_javascript
         .await;
     assert_eq!(gone.status(), StatusCode::NOT_FOUND);
     let page = app.text_of("/admin/sessions").await;
-    assert!(page.contains("data-testid=\"no-sessions\""), "{page}");
+    assert!(!page.contains(&format!("session-{id}")), "{page}");
+    assert!(
+        page.contains(&format!("session-{other}")),
+        "the other stays open"
+    );
     let audited = sqlx::query("select count(*) from settings_audit where action = 'session_close'")
         .fetch_one(&app.pool)
         .await

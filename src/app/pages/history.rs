@@ -27,6 +27,7 @@ pub fn HistoryListPage() -> impl IntoView {
                 status: get("status"),
                 caller: get("caller"),
                 replica: get("replica"),
+                session: get("session"),
                 from: get("from"),
                 to: get("to"),
             };
@@ -258,6 +259,14 @@ fn Execution(detail: ExecutionDetail) -> impl IntoView {
                 <dt>{t!(i18n, report.exit_code)}</dt><dd>{s.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "—".into())}</dd>
                 <dt>{t!(i18n, run.duration)}</dt><dd>{s.duration_ms} " ms"</dd>
                 {(!s.replica.is_empty()).then(|| view! { <dt>{t!(i18n, history.replica)}</dt><dd data-testid="run-replica">{s.replica.clone()}</dd> })}
+                {s.session_id.clone().map(|session| {
+                    let href = format!("/admin/history?session={}", crate::model::url::percent_encode(&session));
+                    view! {
+                        <dt>{t!(i18n, history.session)}</dt>
+                        <dd><a class="mono" data-testid="run-session" href=href
+                            title=td_string!(locale, history.session_cells).to_string()>{session}</a></dd>
+                    }
+                })}
                 <dt>{t!(i18n, run.io)}</dt><dd>{td_string!(locale, run.io_bytes, input = s.input_bytes, output = s.output_bytes).to_string()}</dd>
                 <dt>{t!(i18n, run.sha)}</dt><dd class="mono">{detail.code_sha256}</dd>
             </dl>

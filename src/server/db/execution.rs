@@ -169,7 +169,7 @@ pub fn sha256(text: &str) -> String {
 }
 
 const SUMMARY: &str = "id, created_at, caller, caller_kind, source, provider, language, status, \
-                       exit_code, duration_ms, input_bytes, output_bytes, replica";
+                       exit_code, duration_ms, input_bytes, output_bytes, replica, session_id";
 
 /// Why a history query gave no rows: a filter the admin must fix, or the database.
 #[derive(Debug, thiserror::Error)]
@@ -213,6 +213,7 @@ fn conditions(filter: &HistoryFilter) -> Result<(String, Vec<String>), String> {
         ("status", &filter.status),
         ("caller", &filter.caller),
         ("replica", &filter.replica),
+        ("session_id", &filter.session),
     ] {
         if !value.trim().is_empty() {
             binds.push(value.trim().to_owned());
