@@ -437,3 +437,60 @@ async fn the_sessions_page_lists_open_sessions_and_closes_one_without_javascript
         .get::<i64, _>(0);
     assert_eq!(audited, 1);
 }
+
+/// Processes anywhere on the machine whose command line holds `token` (a number this test
+/// drew: only its own sessions can have it).
+fn processes_with(token: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|entry| {
+                    let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+                    String::from_utf8_lossy(&cmdline).contains(token)
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_console_killed_with_a_session_open_leaves_no_process() {
+    use std::process::Stdio;
+
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut console = crate::helpers::console_command(data_dir.path());
+    console
+        .args(["--listen", "127.0.0.1:0"])
+        .env("ADMIN_USERNAME", crate::helpers::ADMIN)
+        .env("ADMIN_PASSWORD", crate::helpers::PASSWORD)
+        .env("SANDBOX_CONSOLE_BUILD_DEFAULT_ENVIRONMENT", "false")
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = console.spawn().unwrap();
+    let address = crate::helpers::listening_address(&mut child);
+    let pool = crate::helpers::open_database(data_dir.path()).await;
+    let remote = TestApp::remote(&address, pool);
+    remote.login().await;
+    let key = remote.api_key("agent", &["execute"]).await;
+    let id = open(&remote, &key).await;
+    let token = format!("{}", 9_000_000 + rand::random::<u32>() % 999_999);
+    cell(
+        &remote,
+        &key,
+        &id,
+        &format!("import subprocess\nchild = subprocess.Popen(['sleep', '{token}'])"),
+    )
+    .await;
+    assert_eq!(processes_with(&token), 1, "the cell's child runs");
+
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // The driver reads its requests from the dead console: it ends, and its sandbox with it.
+    wait_until("the killed console's session to be gone", || async {
+        processes_with(&token) == 0
+    })
+    .await;
+}
