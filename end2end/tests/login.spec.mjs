@@ -21,7 +21,7 @@ test('an admin signs in, sees the shell, and signs out', async ({ page, javaScri
   await expect(page.getByTestId('overview')).toContainText('Administrators');
   await expect(page.getByTestId('dashboard-provider')).toContainText('Local sandbox');
   await expect(page.getByTestId('dashboard-health')).toHaveText('Healthy');
-  await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link')).toHaveText(['Dashboard', 'Sandbox settings', 'Environments', 'History', 'API keys', 'Audit', 'Administrators']);
+  await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link')).toHaveText(['Dashboard', 'Sandbox settings', 'Environments', 'History', 'Sessions', 'API keys', 'Audit', 'Administrators']);
   await expectInteractive(page, javaScriptEnabled);
   await page.screenshot({ path: testInfo.outputPath(`shell-${testInfo.project.name}.png`), fullPage: true });
 

@@ -55,6 +55,7 @@ use error::ApiError;
         (name = "ragflow", description = "RAGFlow executor-manager compatible"),
         (name = "ragflow-admin", description = "RAGFlow sandbox admin API compatible"),
         (name = "sessions", description = "Sandbox sessions: state kept between cells, files, commands"),
+        (name = "e2b", description = "E2B compatible: `E2B_API_URL=http://<console>/e2b`, `E2B_SANDBOX_URL=http://<console>/e2b/sandbox`"),
         (name = "dify", description = "Dify sandbox compatible (`CODE_EXECUTION_ENDPOINT=http://<console>/dify`)"),
         (name = "meta", description = "Probes and this document"),
     )
@@ -73,6 +74,14 @@ impl Modify for SecuritySchemes {
         components.add_security_scheme(
             "sandbox_token",
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Sandbox-Token"))),
+        );
+        components.add_security_scheme(
+            "e2b_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))),
+        );
+        components.add_security_scheme(
+            "envd_token",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Access-Token"))),
         );
         components.add_security_scheme(
             "dify_key",
@@ -112,6 +121,9 @@ pub fn routes(max_body_bytes: usize) -> (Router<AppState>, utoipa::openapi::Open
         .routes(routes!(openapi_json))
         .routes(routes!(healthz))
         .split_for_parts();
+    // E2B's routes are served by their own router (crate::server::routes::e2b), documented here.
+    let mut openapi = openapi;
+    openapi.merge(<crate::server::routes::e2b::E2bDoc as OpenApi>::openapi());
     let router = router
         .layer(Extension(Arc::new(openapi.clone())))
         .layer(DefaultBodyLimit::max(max_body_bytes))

@@ -105,6 +105,7 @@ fn permissions(entry: &FileEntry) -> String {
 }
 
 /// Every RPC the SDK sends to envd.
+#[utoipa::path(post, path = "/e2b/sandbox/{service}/{method}", tag = "e2b", operation_id = "e2b_envd_rpc", request_body(content = String, content_type = "application/json", description = "The RPC's JSON message (Start: one `application/connect+json` envelope)"), params(("service" = String, Path, description = "`filesystem.Filesystem` or `process.Process`"), ("method" = String, Path, description = "Stat, ListDir, MakeDir, Remove, Move; Start, List, SendSignal"), ("E2b-Sandbox-Id" = String, Header, description = "The sandbox")), security(("envd_token" = [])), responses((status = 200, description = "Connect JSON (`application/json`; Start: `application/connect+json` envelopes)"), (status = 501, description = "An RPC not served")))]
 pub async fn rpc(
     State(state): State<AppState>,
     headers: HeaderMap,

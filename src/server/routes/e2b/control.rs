@@ -127,6 +127,7 @@ fn listed(held: &Held) -> Value {
 }
 
 /// `Sandbox.create()`: opens a session; 201 with the sandbox's id and envd access token.
+#[utoipa::path(post, path = "/e2b/v2/sandboxes", tag = "e2b", operation_id = "e2b_create", request_body(content = String, content_type = "application/json", description = "`{templateID, timeout?, metadata?, envVars?}`"), security(("e2b_key" = ["execute"])), responses((status = 201, description = "`{templateID, sandboxID, clientID, envdVersion, envdAccessToken, trafficAccessToken, domain, alias}`"), (status = 401, description = "`{code: 401, message}`: no key or a wrong one"), (status = 429, description = "Too many sessions (`Retry-After`)")))]
 pub async fn create(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let owner = match owner(&state, &headers).await {
         Ok(owner) => owner,
@@ -165,6 +166,7 @@ pub async fn create(State(state): State<AppState>, headers: HeaderMap, body: Byt
 }
 
 /// `Sandbox.list()`: this key's sandboxes (one page; the `metadata` filter is applied).
+#[utoipa::path(get, path = "/e2b/v2/sandboxes", tag = "e2b", operation_id = "e2b_list", security(("e2b_key" = ["execute"])), responses((status = 200, description = "This key's sandboxes (the `metadata` filter applies)"), (status = 401, description = "`{code: 401, message}`")))]
 pub async fn list(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -217,6 +219,7 @@ async fn own(
 }
 
 /// `sbx.get_info()`.
+#[utoipa::path(get, path = "/e2b/sandboxes/{id}", tag = "e2b", operation_id = "e2b_info", params(("id" = String, Path, description = "The sandbox")), security(("e2b_key" = ["execute"])), responses((status = 200, description = "The sandbox"), (status = 404, description = "`{code: 404, message}`")))]
 pub async fn info(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -234,6 +237,7 @@ pub async fn info(
 }
 
 /// `sbx.kill()`: 204, or 404 when it is gone already.
+#[utoipa::path(delete, path = "/e2b/sandboxes/{id}", tag = "e2b", operation_id = "e2b_kill", params(("id" = String, Path, description = "The sandbox")), security(("e2b_key" = ["execute"])), responses((status = 204, description = "Killed"), (status = 404, description = "Gone already")))]
 pub async fn kill(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -251,6 +255,7 @@ pub async fn kill(
 
 /// `sbx.set_timeout(s)`: the sandbox ends `s` seconds from now (within the console's
 /// longest lifetime).
+#[utoipa::path(post, path = "/e2b/sandboxes/{id}/timeout", tag = "e2b", operation_id = "e2b_set_timeout", request_body(content = String, content_type = "application/json", description = "`{timeout}` in seconds"), params(("id" = String, Path, description = "The sandbox")), security(("e2b_key" = ["execute"])), responses((status = 204, description = "Its end moved to `timeout` seconds from now (within the console's longest lifetime)"), (status = 404, description = "Not found")))]
 pub async fn set_timeout(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -272,6 +277,7 @@ pub async fn set_timeout(
 }
 
 /// `Sandbox.connect(id)`: the create answer again, for a running sandbox of this key.
+#[utoipa::path(post, path = "/e2b/v2/sandboxes/{id}/connect", tag = "e2b", operation_id = "e2b_connect", request_body(content = String, content_type = "application/json", description = "`{timeout?}`"), params(("id" = String, Path, description = "The sandbox")), security(("e2b_key" = ["execute"])), responses((status = 201, description = "The create answer"), (status = 404, description = "Not found")))]
 pub async fn connect(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -292,6 +298,7 @@ pub async fn connect(
 }
 
 /// Pause and resume: refused, plainly (a session here runs until it is killed or times out).
+#[utoipa::path(post, path = "/e2b/sandboxes/{id}/pause", tag = "e2b", operation_id = "e2b_pause", params(("id" = String, Path, description = "The sandbox")), security(("e2b_key" = ["execute"])), responses((status = 409, description = "Not supported: a sandbox runs until killed or timed out")))]
 pub async fn pause(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -304,4 +311,10 @@ pub async fn pause(
         StatusCode::CONFLICT,
         "pause and resume are not supported by sandbox-console: a sandbox runs until it is killed or times out",
     )
+}
+
+/// Resume: refused as pause is.
+#[utoipa::path(post, path = "/e2b/sandboxes/{id}/resume", tag = "e2b", operation_id = "e2b_resume", params(("id" = String, Path, description = "The sandbox")), security(("e2b_key" = ["execute"])), responses((status = 409, description = "Not supported")))]
+pub async fn resume(state: State<AppState>, headers: HeaderMap, id: Path<String>) -> Response {
+    pause(state, headers, id).await
 }

@@ -39,6 +39,7 @@ fn provider_failed(problem: crate::sandbox::Error) -> Response {
 }
 
 /// `sbx.is_running()`: 204 while the sandbox runs (502 once it is gone).
+#[utoipa::path(get, path = "/e2b/sandbox/health", tag = "e2b", operation_id = "e2b_envd_health", params(("E2b-Sandbox-Id" = String, Header, description = "The sandbox")), responses((status = 204, description = "Running"), (status = 502, description = "Gone")))]
 pub async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {
     match sandbox(&state, &headers, false) {
         Ok(held) if held.session.alive() => StatusCode::NO_CONTENT.into_response(),
@@ -48,6 +49,7 @@ pub async fn health(State(state): State<AppState>, headers: HeaderMap) -> Respon
 }
 
 /// `files.read(path)`: the bytes.
+#[utoipa::path(get, path = "/e2b/sandbox/files", tag = "e2b", operation_id = "e2b_files_read", params(("E2b-Sandbox-Id" = String, Header, description = "The sandbox"), ("path" = String, Query, description = "Absolute, or relative to /home/user")), security(("envd_token" = [])), responses((status = 200, description = "The bytes"), (status = 404, description = "No such file"), (status = 502, description = "No such sandbox")))]
 pub async fn read(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -80,6 +82,7 @@ fn written(entry: &FileEntry) -> Value {
 }
 
 /// `files.write(...)`: each file written inside the sandbox; the entries, absolute.
+#[utoipa::path(post, path = "/e2b/sandbox/files", tag = "e2b", operation_id = "e2b_files_write", params(("E2b-Sandbox-Id" = String, Header, description = "The sandbox")), security(("envd_token" = [])), responses((status = 200, description = "`[{name, type, path}]`"), (status = 400, description = "No file, or a gzip body"), (status = 502, description = "No such sandbox")))]
 pub async fn write(
     State(state): State<AppState>,
     Query(query): Query<FileQuery>,

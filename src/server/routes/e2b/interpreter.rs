@@ -103,6 +103,7 @@ impl Drop for InterruptOnDrop {
 }
 
 /// `run_code`: the cell's events as NDJSON while it runs.
+#[utoipa::path(post, path = "/e2b/sandbox/execute", tag = "e2b", operation_id = "e2b_execute", request_body(content = String, content_type = "application/json", description = "`{code, context_id, language, env_vars}`"), params(("E2b-Sandbox-Id" = String, Header, description = "The sandbox")), security(("envd_token" = [])), responses((status = 200, description = "NDJSON: `stdout`, `stderr`, `result`, `error`, `number_of_executions`, `end_of_execution`"), (status = 404, description = "Unknown context"), (status = 502, description = "No such sandbox")))]
 pub async fn execute(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let held = match sandbox(&state, &headers, true) {
         Ok(held) => held,
@@ -218,6 +219,7 @@ where
 }
 
 /// `create_code_context`: a new context with globals of its own.
+#[utoipa::path(post, path = "/e2b/sandbox/contexts", tag = "e2b", operation_id = "e2b_create_context", request_body(content = String, content_type = "application/json", description = "`{language?, cwd?}`"), params(("E2b-Sandbox-Id" = String, Header, description = "The sandbox")), responses((status = 200, description = "`{id, language, cwd}`"), (status = 502, description = "No such sandbox")))]
 pub async fn create_context(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -252,6 +254,7 @@ pub async fn create_context(
 }
 
 /// `list_code_contexts`.
+#[utoipa::path(get, path = "/e2b/sandbox/contexts", tag = "e2b", operation_id = "e2b_list_contexts", params(("E2b-Sandbox-Id" = String, Header, description = "The sandbox")), responses((status = 200, description = "`[{id, language, cwd}]`"), (status = 502, description = "No such sandbox")))]
 pub async fn list_contexts(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let held = match sandbox(&state, &headers, false) {
         Ok(held) => held,
@@ -271,6 +274,7 @@ pub async fn list_contexts(State(state): State<AppState>, headers: HeaderMap) ->
 }
 
 /// `restart_code_context`: its globals are forgotten.
+#[utoipa::path(post, path = "/e2b/sandbox/contexts/{id}/restart", tag = "e2b", operation_id = "e2b_restart_context", params(("id" = String, Path, description = "The context"), ("E2b-Sandbox-Id" = String, Header, description = "The sandbox")), responses((status = 204, description = "Its globals forgotten"), (status = 502, description = "No such sandbox")))]
 pub async fn restart_context(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -287,6 +291,7 @@ pub async fn restart_context(
 }
 
 /// `remove_code_context`.
+#[utoipa::path(delete, path = "/e2b/sandbox/contexts/{id}", tag = "e2b", operation_id = "e2b_remove_context", params(("id" = String, Path, description = "The context"), ("E2b-Sandbox-Id" = String, Header, description = "The sandbox")), responses((status = 204, description = "Removed"), (status = 404, description = "Unknown context"), (status = 502, description = "No such sandbox")))]
 pub async fn remove_context(
     State(state): State<AppState>,
     headers: HeaderMap,

@@ -87,6 +87,29 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// E2B's routes in the API's OpenAPI document (E2B's own contract, as served here).
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(
+    control::create,
+    control::list,
+    control::info,
+    control::kill,
+    control::set_timeout,
+    control::connect,
+    control::pause,
+    control::resume,
+    interpreter::execute,
+    interpreter::create_context,
+    interpreter::list_contexts,
+    interpreter::restart_context,
+    interpreter::remove_context,
+    envd::health,
+    envd::read,
+    envd::write,
+    connect::rpc,
+))]
+pub struct E2bDoc;
+
 /// E2B's routes, under `/e2b` (the API URL) and `/e2b/sandbox` (the sandbox URL).
 pub fn router(state: AppState, max_body_bytes: usize) -> Router {
     Router::new()
@@ -101,7 +124,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
         )
         .route("/e2b/sandboxes/{id}/timeout", post(control::set_timeout))
         .route("/e2b/sandboxes/{id}/pause", post(control::pause))
-        .route("/e2b/sandboxes/{id}/resume", post(control::pause))
+        .route("/e2b/sandboxes/{id}/resume", post(control::resume))
         .route("/e2b/sandbox/execute", post(interpreter::execute))
         .route(
             "/e2b/sandbox/contexts",
