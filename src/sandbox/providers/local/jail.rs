@@ -14,7 +14,7 @@ use hakoniwa::{
     cgroups::{Memory, Pids, Resources},
     landlock::{CompatMode, FsAccess, Resource, Ruleset},
     seccomp::{Action, Filter},
-    Container, Namespace, Rlimit, Stdio,
+    Container, Namespace, Rlimit,
 };
 use serde_json::{json, Map, Value};
 
@@ -122,13 +122,6 @@ pub(super) fn running_as_root() -> bool {
     std::fs::metadata("/proc/self")
         .map(|m| m.uid() == 0)
         .unwrap_or(false)
-}
-
-pub(super) fn interpreter(config: &LocalConfig, language: Language) -> &str {
-    match language {
-        Language::Python => &config.python_path,
-        Language::Javascript => &config.node_path,
-    }
 }
 
 /// What every sandbox of this host shares, the run's and the build's: the host's root
@@ -417,28 +410,16 @@ fn run_in(
             .map_err(|_| format!("{} is not UTF-8 text", file.name))?;
         container.file(&format!("/workspace/{}", file.name), text);
     }
-    let mut command = container.command(interpreter(config, job.language));
-    command
-        .args(&job.interpreter_args)
-        .current_dir("/workspace")
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", "/workspace")
-        .env("TMPDIR", "/tmp")
-        .env("LANG", "C.UTF-8")
-        .env("PYTHONIOENCODING", "utf-8");
-    for (name, value) in environment::sandbox_env(mount) {
-        command.env(name, &value);
-    }
-    if let Some(files) = network {
-        for (name, value) in files.env() {
-            command.env(name, &value);
-        }
-    }
-    command
-        .wait_timeout(timeout.as_secs().max(1))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut command = super::command::interpreter_command(
+        &container,
+        config,
+        job.language,
+        "/workspace",
+        mount,
+        network,
+        timeout,
+    );
+    command.args(&job.interpreter_args);
 
     let started = Instant::now();
     let mut child = command

@@ -2,6 +2,7 @@
 //! hakoniwa. See README.md in this folder for what isolates a run and how limits are reported.
 
 pub mod build_jail;
+mod command;
 mod config;
 mod error;
 mod jail;

@@ -16,7 +16,6 @@ use std::{
 };
 
 use async_trait::async_trait;
-use hakoniwa::Stdio;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -29,7 +28,7 @@ use crate::{
     model::execution::{ExecStatus, Language},
     sandbox::{
         egress::{self, Egress},
-        environment::{self, Mount},
+        environment::Mount,
         session::{
             driver::{self, DriverSession, Transport},
             Session, SessionSpec,
@@ -239,28 +238,10 @@ fn hold(
             return;
         }
     };
-    let mut command = container.command(jail::interpreter(config, language));
-    command
-        .args(driver::driver_args(language))
-        .current_dir(HOME)
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", HOME)
-        .env("TMPDIR", "/tmp")
-        .env("LANG", "C.UTF-8")
-        .env("PYTHONIOENCODING", "utf-8");
-    for (name, value) in environment::sandbox_env(mount) {
-        command.env(name, &value);
-    }
-    if let Some(files) = network {
-        for (name, value) in files.env() {
-            command.env(name, &value);
-        }
-    }
-    command
-        .wait_timeout(lifetime.as_secs().max(1))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut command = super::command::interpreter_command(
+        &container, config, language, HOME, mount, network, lifetime,
+    );
+    command.args(driver::driver_args(language));
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => {
