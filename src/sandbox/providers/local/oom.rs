@@ -10,6 +10,10 @@ use std::path::PathBuf;
 /// The OOM-kill count of one sandbox's memory cgroup.
 pub(super) struct OomCount {
     file: PathBuf,
+    /// The count when the sandbox started: a group left behind by an earlier supervisor of
+    /// the same pid (hakoniwa names groups by pid, and a killed supervisor's group can stay)
+    /// would otherwise lend its kills to this one.
+    before: u64,
 }
 
 impl OomCount {
@@ -42,21 +46,24 @@ impl OomCount {
                 own(path).then(|| PathBuf::from(format!("/sys/fs/cgroup{path}/memory.events")))
             }
         }?;
-        file.exists().then_some(Self { file })
+        let before = read_count(&file)?;
+        Some(Self { file, before })
     }
 
     /// Whether the OOM killer killed a process of the sandbox. Read after the supervisor has
     /// exited and before it is reaped: hakoniwa removes the group when it reaps it.
     pub(super) fn killed(&self) -> bool {
-        std::fs::read_to_string(&self.file)
-            .ok()
-            .and_then(|text| {
-                text.lines()
-                    .find_map(|line| line.strip_prefix("oom_kill "))
-                    .and_then(|n| n.trim().parse::<u64>().ok())
-            })
-            .is_some_and(|kills| kills > 0)
+        read_count(&self.file).is_some_and(|kills| kills > self.before)
     }
+}
+
+/// The `oom_kill` line of a group's counter file.
+fn read_count(file: &std::path::Path) -> Option<u64> {
+    std::fs::read_to_string(file).ok().and_then(|text| {
+        text.lines()
+            .find_map(|line| line.strip_prefix("oom_kill "))
+            .and_then(|n| n.trim().parse::<u64>().ok())
+    })
 }
 
 /// Waits until the process `pid` (a child of this one) has exited, without reaping it.
