@@ -7,7 +7,7 @@ use std::time::Duration;
 use sandbox_console::{
     model::execution::{ExecStatus, Language},
     sandbox::{
-        session::{CellEvent, CellOutcome, CommandSpec, SessionSpec},
+        session::{CommandSpec, SessionSpec},
         SandboxProvider,
     },
 };
@@ -17,16 +17,6 @@ use crate::{
     docker_provider::{our_containers, provider, RUNTIMES},
     wait::wait_until,
 };
-
-fn main_text(outcome: &CellOutcome) -> Option<String> {
-    outcome.events.iter().find_map(|event| match event {
-        CellEvent::Result {
-            data,
-            is_main_result: true,
-        } => data["text"].as_str().map(str::to_owned),
-        _ => None,
-    })
-}
 
 #[tokio::test]
 async fn docker_sessions_keep_state_interrupt_and_leave_no_container() {
@@ -51,7 +41,7 @@ async fn docker_sessions_keep_state_interrupt_and_leave_no_container() {
             .await
             .unwrap();
         assert_eq!(set.status, ExecStatus::Success, "{runtime}: {set:?}");
-        assert_eq!(main_text(&got).as_deref(), Some("42"), "{runtime}: {got:?}");
+        assert_eq!(got.main_text(), Some("42"), "{runtime}: {got:?}");
 
         let runaway = session
             .run_cell(
@@ -71,11 +61,7 @@ async fn docker_sessions_keep_state_interrupt_and_leave_no_container() {
             .run_cell("default", "x > 41", deadline, None)
             .await
             .unwrap();
-        assert_eq!(
-            main_text(&after).as_deref(),
-            Some("True"),
-            "{runtime}: {after:?}"
-        );
+        assert_eq!(after.main_text(), Some("True"), "{runtime}: {after:?}");
 
         let written = session
             .write_file("notes.txt", b"hi\n")
@@ -130,7 +116,7 @@ async fn docker_javascript_sessions_keep_state() {
         .run_cell("default", "n + 1", deadline, None)
         .await
         .unwrap();
-    assert_eq!(main_text(&got).as_deref(), Some("42"), "{got:?}");
+    assert_eq!(got.main_text(), Some("42"), "{got:?}");
     let runaway = session
         .run_cell(
             "default",
@@ -145,7 +131,7 @@ async fn docker_javascript_sessions_keep_state() {
         .run_cell("default", "n > 42", deadline, None)
         .await
         .unwrap();
-    assert_eq!(main_text(&after).as_deref(), Some("true"), "{after:?}");
+    assert_eq!(after.main_text(), Some("true"), "{after:?}");
     session.close().await;
     provider.shutdown().await;
 }

@@ -21,6 +21,10 @@ use crate::{
     sandbox::Error,
 };
 
+/// The most a cell may print, its stdout and stderr together; past it the cell is
+/// interrupted and reported as `output_limit`.
+pub const CELL_OUTPUT_CAP: usize = 16 * 1024 * 1024;
+
 /// What a session is opened with.
 #[derive(Clone, Debug)]
 pub struct SessionSpec {
@@ -72,6 +76,17 @@ pub struct CellOutcome {
 }
 
 impl CellOutcome {
+    /// The text form of the cell's main result (its last expression's value), if it has one.
+    pub fn main_text(&self) -> Option<&str> {
+        self.events.iter().find_map(|event| match event {
+            CellEvent::Result {
+                data,
+                is_main_result: true,
+            } => data.get("text").and_then(Value::as_str),
+            _ => None,
+        })
+    }
+
     /// Everything the cell printed on one stream.
     pub fn text(&self, stderr: bool) -> String {
         self.events

@@ -53,17 +53,12 @@ pub(super) async fn cell(
 ) {
     let outcome = outcome.as_ref().map_err(clone_error).map(|cell| {
         let mut stderr = cell.text(true);
-        let mut main = None;
         for event in &cell.events {
-            match event {
-                CellEvent::Error { traceback, .. } => stderr.push_str(traceback),
-                CellEvent::Result {
-                    data,
-                    is_main_result: true,
-                } => main = data.get("text").cloned(),
-                _ => {}
+            if let CellEvent::Error { traceback, .. } = event {
+                stderr.push_str(traceback);
             }
         }
+        let main = cell.main_text().map(|text| Value::String(text.to_owned()));
         let exit_code = match cell.status {
             ExecStatus::Success => Some(0),
             ExecStatus::ProgramError if !cell.session_ended => Some(1),

@@ -36,8 +36,6 @@ use crate::{
 const HOME: &str = "/home/user";
 const READY_WITHIN: Duration = Duration::from_secs(60);
 const QUEUED_EVENTS: usize = 1024;
-/// The output a cell may print (stdout and stderr together).
-const CELL_OUTPUT_CAP: usize = 16 * 1024 * 1024;
 
 struct ContainerTransport {
     docker: Docker,
@@ -245,6 +243,6 @@ async fn start_driver(
         transport,
         events,
         spec.language,
-        CELL_OUTPUT_CAP,
+        crate::sandbox::session::CELL_OUTPUT_CAP,
     )))
 }

@@ -30,6 +30,7 @@ use crate::{
         egress::{self, Egress},
         environment::Mount,
         session::{
+            self,
             driver::{self, DriverSession, Transport},
             Session, SessionSpec,
         },
@@ -200,13 +201,8 @@ pub(super) async fn open(
         transport,
         events,
         language,
-        config_output_cap(),
+        session::CELL_OUTPUT_CAP,
     )))
-}
-
-/// The output a cell may print, per stream together; the provider's own cap is per run.
-fn config_output_cap() -> usize {
-    16 * 1024 * 1024
 }
 
 /// The driver's host pid: the one child of the jail's supervisor.

@@ -26,16 +26,6 @@ async fn open_in(language: Language, overrides: Value) -> Arc<dyn Session> {
         .expect("a session opens")
 }
 
-fn main_text(outcome: &crate::sandbox::session::CellOutcome) -> Option<String> {
-    outcome.events.iter().find_map(|event| match event {
-        CellEvent::Result {
-            data,
-            is_main_result: true,
-        } => data["text"].as_str().map(str::to_owned),
-        _ => None,
-    })
-}
-
 /// Processes below this test process whose command line holds `token`.
 fn descendants_with(token: &str) -> Vec<u32> {
     let me = std::process::id();
@@ -97,9 +87,9 @@ async fn cells_share_their_globals_and_imports() {
 
     assert_eq!(first.status, ExecStatus::Success, "{first:?}");
     assert_eq!(first.text(false), "set\n");
-    assert_eq!(main_text(&first), None);
-    assert_eq!(main_text(&second).as_deref(), Some("42"), "{second:?}");
-    assert_eq!(main_text(&third).as_deref(), Some("2"));
+    assert_eq!(first.main_text(), None);
+    assert_eq!(second.main_text(), Some("42"), "{second:?}");
+    assert_eq!(third.main_text(), Some("2"));
     assert_eq!(
         (
             first.execution_count,
@@ -140,7 +130,7 @@ async fn a_runaway_cell_is_interrupted_and_the_session_answers_again() {
     assert_eq!(runaway.status, ExecStatus::Timeout, "{runaway:?}");
     assert!(!runaway.session_ended);
     assert!(session.alive());
-    assert_eq!(main_text(&after).as_deref(), Some("True"), "{after:?}");
+    assert_eq!(after.main_text(), Some("True"), "{after:?}");
     session.close().await;
 }
 
@@ -168,7 +158,7 @@ async fn files_and_commands_work_in_the_session_workspace() {
         )
         .await
         .unwrap();
-    assert_eq!(main_text(&read).as_deref(), Some("b'\\x00\\x01\\x02\\xff'"));
+    assert_eq!(read.main_text(), Some("b'\\x00\\x01\\x02\\xff'"));
     session
         .run_cell(
             "default",
@@ -314,15 +304,11 @@ async fn javascript_cells_share_their_globals_and_a_runaway_is_interrupted() {
         .unwrap();
 
     assert_eq!(first.text(false), "set\n", "{first:?}");
-    assert_eq!(main_text(&second).as_deref(), Some("42"), "{second:?}");
+    assert_eq!(second.main_text(), Some("42"), "{second:?}");
     assert_eq!(runaway.status, ExecStatus::Timeout, "{runaway:?}");
     assert!(!runaway.session_ended, "{runaway:?}");
-    assert_eq!(main_text(&after).as_deref(), Some("true"), "{after:?}");
-    assert_eq!(
-        main_text(&other).as_deref(),
-        Some("'undefined'"),
-        "contexts are apart"
-    );
+    assert_eq!(after.main_text(), Some("true"), "{after:?}");
+    assert_eq!(other.main_text(), Some("'undefined'"), "contexts are apart");
     assert!(
         thrown.events.iter().any(|e| matches!(e,
         CellEvent::Error { name, .. } if name == "TypeError")),
@@ -339,6 +325,6 @@ async fn javascript_cells_share_their_globals_and_a_runaway_is_interrupted() {
         )
         .await
         .unwrap();
-    assert_eq!(main_text(&read).as_deref(), Some("'js'"), "{read:?}");
+    assert_eq!(read.main_text(), Some("'js'"), "{read:?}");
     session.close().await;
 }
