@@ -19,7 +19,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use base64::{engine::general_purpose::STANDARD, Engine};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::sandbox;
 use crate::{
@@ -230,15 +230,7 @@ async fn start(
             .flatten()
             .filter_map(|a| a.as_str().map(str::to_owned)),
     );
-    let env: Map<String, Value> = process["envs"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .filter(|(_, v)| v.is_string())
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let env = super::strings_of(&process["envs"]);
     let timeout = headers
         .get("connect-timeout-ms")
         .and_then(|v| v.to_str().ok())

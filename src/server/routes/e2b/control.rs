@@ -11,7 +11,7 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::{error, ENVD_VERSION, TEMPLATE};
 use crate::{
@@ -138,15 +138,7 @@ pub async fn create(State(state): State<AppState>, headers: HeaderMap, body: Byt
         _ => return error(StatusCode::BAD_REQUEST, "the body must be a JSON object"),
     };
     let timeout = request["timeout"].as_u64().unwrap_or(DEFAULT_TIMEOUT_SECS);
-    let mut metadata: Map<String, Value> = request["metadata"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .filter(|(_, v)| v.is_string())
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut metadata = super::strings_of(&request["metadata"]);
     if let Some(template) = request["templateID"].as_str() {
         metadata.insert("__template".into(), json!(template));
     }
@@ -253,6 +245,13 @@ pub async fn kill(
     }
 }
 
+/// The `timeout` (seconds) of a `{"timeout": s}` body.
+fn timeout_of(body: &[u8]) -> Option<u64> {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v["timeout"].as_u64())
+}
+
 /// `sbx.set_timeout(s)`: the sandbox ends `s` seconds from now (within the console's
 /// longest lifetime).
 #[utoipa::path(post, path = "/e2b/sandboxes/{id}/timeout", tag = "e2b", operation_id = "e2b_set_timeout", request_body(content = String, content_type = "application/json", description = "`{timeout}` in seconds"), params(("id" = String, Path, description = "The sandbox")), security(("e2b_key" = ["execute"])), responses((status = 204, description = "Its end moved to `timeout` seconds from now (within the console's longest lifetime)"), (status = 404, description = "Not found")))]
@@ -266,10 +265,7 @@ pub async fn set_timeout(
         Ok(held) => held,
         Err(answer) => return answer,
     };
-    let Some(secs) = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .and_then(|v| v["timeout"].as_u64())
-    else {
+    let Some(secs) = timeout_of(&body) else {
         return error(StatusCode::BAD_REQUEST, "give {\"timeout\": <seconds>}");
     };
     state.sessions.extend(&held, Duration::from_secs(secs));
@@ -288,10 +284,7 @@ pub async fn connect(
         Ok(held) => held,
         Err(answer) => return answer,
     };
-    if let Some(secs) = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .and_then(|v| v["timeout"].as_u64())
-    {
+    if let Some(secs) = timeout_of(&body) {
         state.sessions.extend(&held, Duration::from_secs(secs));
     }
     (StatusCode::CREATED, Json(created(&held))).into_response()

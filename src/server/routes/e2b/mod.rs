@@ -83,6 +83,20 @@ pub(crate) fn sandbox(
     Ok(held)
 }
 
+/// The string-valued entries of a JSON object (E2B's `metadata`, a command's `envs`); others
+/// are dropped.
+pub(crate) fn strings_of(value: &serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    value
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(_, v)| v.is_string())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
