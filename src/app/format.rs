@@ -49,7 +49,14 @@ pub fn pool_line(locale: Locale, pool: &PoolState, healthy: bool) -> String {
 /// A pool in the page's language: the words every page uses ("1 busy, 1 warming, 2 idle of
 /// 4"), through the same catalog as the docker health check that writes them.
 pub fn pool_text(locale: Locale, pool: &PoolState) -> String {
-    crate::model::messages::localize(locale, &pool.describe())
+    let text = crate::model::messages::localize(locale, &pool.describe());
+    match &pool.ahead {
+        Some(ahead) => format!(
+            "{text} · {}",
+            crate::model::messages::localize(locale, &ahead.describe())
+        ),
+        None => text,
+    }
 }
 
 /// The content of a `<textarea>`, to give as its `inner_html`. Leptos writes a textarea's
@@ -95,6 +102,7 @@ mod tests {
             busy: 1,
             warming: 1,
             waiting: 0,
+            ahead: None,
         };
         assert_eq!(pool_text(Locale::en, &pool), pool.describe());
         assert_eq!(

@@ -37,6 +37,26 @@ pub struct PoolState {
     /// Runs waiting in line for a slot.
     #[serde(default)]
     pub waiting: u64,
+    /// Its Python sandboxes started ahead of their runs, when it starts some.
+    #[serde(default)]
+    pub ahead: Option<AheadState>,
+}
+
+/// A pool of sandboxes started ahead: how many wait ready for a run, how many are starting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AheadState {
+    pub ready: u64,
+    pub warming: u64,
+}
+
+impl AheadState {
+    /// In the words every page uses: "Python started ahead: 1 ready, 1 warming".
+    pub fn describe(&self) -> String {
+        format!(
+            "Python started ahead: {} ready, {} warming",
+            self.ready, self.warming
+        )
+    }
 }
 
 impl PoolState {
@@ -87,6 +107,7 @@ mod pool_tests {
             busy: 2,
             warming: 0,
             waiting: 3,
+            ahead: None,
         };
         assert_eq!(state.describe(), "2 busy, 0 idle of 2");
     }

@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 
 use crate::model::execution::{Artifact, ExecRequest, ExecStatus, Language, ReturnValue};
 
+pub mod ahead;
 pub mod remote;
 pub mod script;
 

@@ -54,7 +54,7 @@ def _use_environment():
     # PYTHONPATH would, which -I ignores), and matplotlib's prepared config (backend, font
     # cache) is copied where matplotlib may write.
     packages = _ENV + "/python"
-    if not os.path.isdir(packages):
+    if not os.path.isdir(packages) or packages in sys.path:
         return
     sys.path.insert(1, packages)
     prepared = _ENV + "/mplconfig"
@@ -116,5 +116,8 @@ def _run():
         _fail(marker, "main() returned a value that is not JSON-serializable (%s)" % type(value).__name__)
     _emit(marker, text)
 
-_whole_streams()
-_run()
+# Run as a program (or by the docker boot) it runs the job; a started-ahead sandbox's boot
+# (ahead.py) loads it under another name and calls these itself once its job arrives.
+if __name__ == "__main__":
+    _whole_streams()
+    _run()

@@ -463,6 +463,7 @@ impl SandboxProvider for DockerProvider {
             busy,
             warming,
             waiting,
+            ahead: None,
         })
     }
 

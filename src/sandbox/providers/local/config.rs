@@ -31,6 +31,10 @@ pub struct LocalConfig {
     pub max_artifact_bytes: u64,
     pub max_concurrent_runs: u32,
     pub queue_wait_secs: u32,
+    /// Python sandboxes kept started ahead (0: every run starts its own).
+    pub ahead_min: u32,
+    /// The most kept started ahead while runs are in progress.
+    pub ahead_max: u32,
     pub environment: String,
     #[serde(flatten)]
     pub network: NetworkConfig,
@@ -53,6 +57,8 @@ impl Default for LocalConfig {
             max_artifact_bytes: 10 * MIB,
             max_concurrent_runs: 8,
             queue_wait_secs: 10,
+            ahead_min: 1,
+            ahead_max: 4,
             environment: String::new(),
             network: NetworkConfig::default(),
             run_dir: std::path::PathBuf::new(),
@@ -103,6 +109,12 @@ pub fn schema() -> ConfigSchema {
             .describe("How many programs run at once; more wait in a queue.")
             .default_value(json!(d.max_concurrent_runs)),
             fields::queue_wait_secs(d.queue_wait_secs, "a free slot"),
+            FieldSpec::new("ahead_min", fields::integer(0, 16), "Started ahead")
+                .describe("Python sandboxes kept started, with the environment's preloaded modules imported, each waiting for one run: a run then skips the sandbox's start and the imports. Each serves one run and is discarded. 0: every run starts its own.")
+                .default_value(json!(d.ahead_min)),
+            FieldSpec::new("ahead_max", fields::integer(0, 64), "Most started ahead")
+                .describe("While runs are in progress one more is kept per run, up to this many.")
+                .default_value(json!(d.ahead_max)),
             fields::environment(),
         ],
     };

@@ -2,7 +2,6 @@
 //! system folders, a private workspace, landlock, seccomp, rlimits, cgroups and a deadline.
 
 use std::{
-    io::Read,
     os::unix::fs::MetadataExt,
     path::Path,
     sync::mpsc,
@@ -18,10 +17,7 @@ use hakoniwa::{
 };
 use serde_json::{json, Map, Value};
 
-use super::{
-    oom::{self, OomCount},
-    LocalConfig,
-};
+use super::{oom::OomCount, LocalConfig};
 use crate::{
     model::execution::{Artifact, ExecStatus, Language},
     sandbox::{
@@ -369,18 +365,11 @@ pub fn run(
 /// How a run's private host folder is named, in the run folder.
 pub const RUN_FOLDER_PREFIX: &str = "sandbox-console-run-";
 
-/// [`run`] in the calling thread's network namespace, or in a new one of its own.
-fn run_in(
+/// A run's private host folder in the run folder, and its artifacts folder in it (the only
+/// part of a run that lives on the host; deleted with the folder after the run).
+pub(super) fn host_folder(
     config: &LocalConfig,
-    mount: Option<&Mount>,
-    job: &Job,
-    timeout: Duration,
-    limits: ArtifactLimits,
-    watch: Watch,
-    network: Option<&NetworkFiles>,
-) -> Result<RawRun, String> {
-    // Only the artifacts folder lives on the host (private, deleted after the run); the code,
-    // the runner and the arguments are written straight into the run's tmpfs.
+) -> Result<(tempfile::TempDir, std::path::PathBuf), String> {
     let run_dir = if config.run_dir.as_os_str().is_empty() {
         std::env::temp_dir()
     } else {
@@ -395,7 +384,20 @@ fn run_in(
     let artifacts_dir = host.path().join(runner::ARTIFACT_DIR);
     std::fs::create_dir(&artifacts_dir)
         .map_err(|e| format!("cannot create the artifacts folder: {e}"))?;
+    Ok((host, artifacts_dir))
+}
 
+/// [`run`] in the calling thread's network namespace, or in a new one of its own.
+fn run_in(
+    config: &LocalConfig,
+    mount: Option<&Mount>,
+    job: &Job,
+    timeout: Duration,
+    limits: ArtifactLimits,
+    watch: Watch,
+    network: Option<&NetworkFiles>,
+) -> Result<RawRun, String> {
+    let (host, artifacts_dir) = host_folder(config)?;
     let mut container = container(
         config,
         mount,
@@ -435,88 +437,20 @@ fn run_in(
         }
     };
     drop(child.stdin.take());
-    let cap = config.max_output_bytes as usize;
-    let stdout = child
-        .stdout
-        .take()
-        .map(|pipe| thread::spawn(move || read_capped(pipe, cap)));
-    let stderr = child
-        .stderr
-        .take()
-        .map(|pipe| thread::spawn(move || read_capped(pipe, cap)));
-    oom::wait_exited(child.id());
-    let oom_killed = oom.is_some_and(|count| count.killed());
-    let status = child.wait();
-    let _ = finished.send(Stop::Finished);
-    let status = status.map_err(|e| format!("lost the sandboxed process: {e}"))?;
-    let elapsed = started.elapsed();
-    let join = |reader: Option<thread::JoinHandle<(String, bool)>>| {
-        reader.and_then(|r| r.join().ok()).unwrap_or_default()
-    };
-    let (stdout, stdout_over) = join(stdout);
-    let (stderr, stderr_over) = join(stderr);
-
-    // hakoniwa's own process inside the sandbox was SIGKILLed: with a cgroup memory limit the
-    // OOM killer sometimes picks it rather than the program (seen once under a 1 GiB
-    // allocation). It is the run's SIGKILL all the same: timeout or memory, as for the program.
-    let supervisor_killed = status.reason == "container received signal SIGKILL";
-    if status.exit_code.is_none() && status.code == 125 && !supervisor_killed {
-        return Err(format!("the sandbox could not start: {}", status.reason));
-    }
-    let signal = match supervisor_killed {
-        true => Some(9),
-        false => status.exit_code.is_none().then(|| status.code - 128),
-    };
-    // Whether a SIGKILL was the deadline's or the OOM killer's is told by how long the program
-    // itself ran, as hakoniwa's supervisor timed it from where its alarm starts: the time from
-    // spawn also counts the jail's setup, which on a busy machine took long enough to make an
-    // OOM kill look like the deadline's. A killed supervisor reports no times: then the spawn's.
-    let ran = status
-        .rusage
-        .as_ref()
-        .map_or(elapsed, |usage| usage.real_time);
-    let mut limit = runner::classify(
-        signal,
-        status.exit_code,
-        ran,
-        timeout,
-        stdout_over || stderr_over,
-        &stderr,
-    );
-    // The cgroup counted an OOM kill: the SIGKILL was its, however late it came.
-    if oom_killed && signal == Some(9) && limit == Some(ExecStatus::Timeout) {
-        limit = Some(ExecStatus::MemoryLimit);
-    }
-    let (artifacts, skipped_artifacts) = runner::collect_artifacts(host.path(), limits);
-    Ok(RawRun {
-        exit_code: status.exit_code,
-        stdout,
-        stderr,
-        elapsed,
-        limit,
-        artifacts,
-        skipped_artifacts,
-        egress: None,
-    })
-}
-
-/// Reads a pipe to its end, keeping at most `cap` bytes (and draining the rest, so the
-/// program is never blocked on a full pipe). Returns the text and whether it was cut.
-fn read_capped(mut pipe: impl Read, cap: usize) -> (String, bool) {
-    let mut kept = Vec::new();
-    let mut chunk = [0u8; 64 * 1024];
-    let mut over = false;
-    loop {
-        match pipe.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = cap.saturating_sub(kept.len());
-                kept.extend_from_slice(&chunk[..n.min(room)]);
-                over |= n > room;
-            }
-        }
-    }
-    (String::from_utf8_lossy(&kept).into_owned(), over)
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    super::finish::finish(
+        child,
+        super::finish::Pipes { stdout, stderr },
+        super::finish::Watched { oom, finished },
+        super::finish::Clock {
+            started,
+            timeout,
+            own: true,
+        },
+        config.max_output_bytes as usize,
+        host.path(),
+        limits,
+    )
 }
 
 /// The health check: starts a sandbox and checks from inside that it is one.

@@ -1,10 +1,13 @@
 //! The `local` provider: runs the host's Python and Node.js in a per-run sandbox built with
 //! hakoniwa. See README.md in this folder for what isolates a run and how limits are reported.
 
+mod ahead;
+mod ahead_pool;
 pub mod build_jail;
 mod command;
 mod config;
 mod error;
+mod finish;
 mod jail;
 mod oom;
 pub mod session;
@@ -18,11 +21,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 pub use config::{build, build_with, schema, LocalConfig};
 pub use jail::{stop_channel, KillOnDrop, RawRun, RUN_FOLDER_PREFIX};
 
-use self::error::LocalError;
+use self::{ahead_pool::AheadPool, error::LocalError};
 use crate::{
     model::{
         execution::{ExecRequest, ExecutionResult, Language},
-        provider::{HealthReport, PoolState, ProviderInfo},
+        provider::{AheadState, HealthReport, PoolState, ProviderInfo},
     },
     sandbox::{
         self,
@@ -35,6 +38,8 @@ use crate::{
 };
 
 pub const KIND: &str = "local";
+/// How long a sandbox started ahead waits for a run before it is replaced.
+const AHEAD_IDLE: Duration = Duration::from_secs(300);
 
 pub fn info() -> ProviderInfo {
     ProviderInfo {
@@ -68,19 +73,14 @@ pub struct LocalProvider {
     slots: Arc<Semaphore>,
     /// Runs waiting for a permit.
     waiting: Waiting,
+    /// Python sandboxes started ahead of their runs.
+    ahead: Arc<AheadPool>,
 }
 
 impl LocalProvider {
     /// A provider whose sandboxes have no network.
     pub fn new(config: LocalConfig, environment: Resolved) -> Self {
-        LocalProvider {
-            mount: environment.mount().cloned().map(Arc::new),
-            egress: None,
-            slots: Arc::new(Semaphore::new(config.max_concurrent_runs.max(1) as usize)),
-            waiting: Waiting::default(),
-            config: Arc::new(config),
-            info: info(),
-        }
+        LocalProvider::with_network(config, environment, None)
     }
 
     /// A provider whose sandboxes reach what `egress` allows (nothing without one).
@@ -89,9 +89,27 @@ impl LocalProvider {
         environment: Resolved,
         egress: Option<Egress>,
     ) -> Self {
+        let mount = environment.mount().cloned().map(Arc::new);
+        let config = Arc::new(config);
+        let ahead = AheadPool::new(
+            ahead::Spec {
+                config: config.clone(),
+                mount: mount.clone(),
+                egress: egress.clone(),
+                preload: runner::ahead::preload_for(mount.as_deref()),
+                idle: AHEAD_IDLE,
+            },
+            config.ahead_min as usize,
+            config.ahead_max as usize,
+        );
         LocalProvider {
+            mount,
             egress,
-            ..LocalProvider::new(config, environment)
+            slots: Arc::new(Semaphore::new(config.max_concurrent_runs.max(1) as usize)),
+            waiting: Waiting::default(),
+            config,
+            info: info(),
+            ahead: Arc::new(ahead),
         }
     }
 
@@ -132,6 +150,58 @@ impl LocalProvider {
             marker: String::new(),
         };
         self.jailed(slot, job, timeout).await
+    }
+
+    /// The started-ahead pool in a health report: its counts, what it preloads, and why it
+    /// falls short when it does (in the message too, where the card shows it).
+    fn ahead_details(&self, details: &mut Map<String, serde_json::Value>) -> Option<String> {
+        if !self.ahead.enabled() {
+            return None;
+        }
+        let counts = self.ahead.counts();
+        details.insert("ahead_python_ready".into(), json!(counts.ready));
+        details.insert("ahead_python_warming".into(), json!(counts.warming));
+        details.insert("ahead_python_preload".into(), json!(self.ahead.preload()));
+        if let Some(problem) = &counts.problem {
+            details.insert("ahead_python_problem".into(), json!(problem));
+        }
+        counts.problem
+    }
+
+    /// Runs `job` in a Python sandbox started ahead, when one is ready; gives the slot back
+    /// otherwise (no ready sandbox, or the one taken was already gone), for a cold start.
+    async fn started_ahead(
+        &self,
+        slot: OwnedSemaphorePermit,
+        job: &Job,
+        timeout: Duration,
+    ) -> Result<Result<RawRun, Error>, OwnedSemaphorePermit> {
+        if job.language != Language::Python {
+            return Err(slot);
+        }
+        let Some(sandbox) = self.ahead.take() else {
+            return Err(slot);
+        };
+        // Dropped when this future is (its caller went away): the sandbox is killed at once.
+        let (_kill_on_drop, watch) = jail::stop_channel();
+        let (done, result) = tokio::sync::oneshot::channel();
+        let order = ahead::Order {
+            job: job.clone(),
+            timeout,
+            watch,
+            slot,
+            done,
+        };
+        if let Err(order) = sandbox.run(order) {
+            return Err(order.slot);
+        }
+        Ok(match result.await {
+            Ok(Ok(raw)) => Ok(raw),
+            Ok(Err(error)) => Err(LocalError::Jail(error).into()),
+            Err(_) => Err(Error::Backend(
+                "the sandbox started ahead ended without an answer".into(),
+            )),
+        })
     }
 
     /// Runs `job` in a fresh sandbox on a blocking thread. The slot goes with the sandbox,
@@ -216,6 +286,14 @@ impl SandboxProvider for LocalProvider {
         .await
     }
 
+    fn warm_up(&self) {
+        self.ahead.start();
+    }
+
+    async fn shutdown(&self) {
+        self.ahead.close();
+    }
+
     async fn health(&self) -> HealthReport {
         let config = self.config.clone();
         let mount = self.mount.clone();
@@ -228,10 +306,15 @@ impl SandboxProvider for LocalProvider {
                     "max_concurrent_runs".into(),
                     json!(self.config.max_concurrent_runs),
                 );
+                let ahead = self.ahead_details(&mut details);
+                let with_ahead = |message: String| match &ahead {
+                    Some(problem) => format!("{message} Started ahead: {problem}."),
+                    None => message,
+                };
                 let Some(egress) = &self.egress else {
                     return HealthReport {
                         healthy: true,
-                        message: "Isolation works: a probe ran as PID 1 with only a loopback interface and a read-only root.".into(),
+                        message: with_ahead("Isolation works: a probe ran as PID 1 with only a loopback interface and a read-only root.".into()),
                         details,
                     };
                 };
@@ -245,7 +328,7 @@ impl SandboxProvider for LocalProvider {
                         }
                         HealthReport {
                             healthy: true,
-                            message,
+                            message: with_ahead(message),
                             details,
                         }
                     }
@@ -277,6 +360,13 @@ impl SandboxProvider for LocalProvider {
             busy,
             warming: 0,
             waiting: self.waiting.now(),
+            ahead: self.ahead.enabled().then(|| {
+                let counts = self.ahead.counts();
+                AheadState {
+                    ready: counts.ready as u64,
+                    warming: counts.warming as u64,
+                }
+            }),
         })
     }
 
@@ -297,9 +387,12 @@ impl SandboxProvider for LocalProvider {
         let timeout = sandbox::timeout_secs(request, self.config.timeout_secs);
         let (slot, waited) = self.admit().await?;
         let job = runner::prepare(request);
-        let raw = self
-            .jailed(slot, job.clone(), Duration::from_secs(timeout.into()))
-            .await?;
+        let timeout = Duration::from_secs(timeout.into());
+        let _running = self.ahead.running();
+        let (raw, ahead) = match self.started_ahead(slot, &job, timeout).await {
+            Ok(raw) => (raw?, true),
+            Err(slot) => (self.jailed(slot, job.clone(), timeout).await?, false),
+        };
         let outcome = runner::interpret(&job, raw.exit_code.unwrap_or(-1), &raw.stdout);
         let mut stderr = raw.stderr;
         let (mut status, stdout, result) = runner::settle(outcome, raw.limit, &mut stderr);
@@ -307,6 +400,10 @@ impl SandboxProvider for LocalProvider {
             egress::explain(report, &mut status, &mut stderr);
         }
         let mut metadata = instance.metadata.clone();
+        metadata.insert("started_ahead".into(), json!(ahead));
+        if ahead {
+            metadata.insert("preloaded".into(), json!(self.ahead.preload()));
+        }
         if !raw.skipped_artifacts.is_empty() {
             metadata.insert("skipped_artifacts".into(), json!(raw.skipped_artifacts));
         }
@@ -325,6 +422,8 @@ impl SandboxProvider for LocalProvider {
     }
 }
 
+#[cfg(test)]
+mod ahead_tests;
 #[cfg(test)]
 mod session_tests;
 #[cfg(test)]

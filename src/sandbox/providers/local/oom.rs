@@ -76,3 +76,43 @@ pub(super) fn wait_exited(pid: u32) {
         rustix::process::waitid(rustix::process::WaitId::Pid(pid), options)
     {}
 }
+
+impl OomCount {
+    /// Raises the group's memory limit by what it uses now, so that a run in a sandbox started
+    /// ahead has its whole limit on top of what its preloaded modules took: the limit starts
+    /// when the program arrives. Returns the bytes granted; `None` when the limit could not be
+    /// raised (the run then has the limit less the preload, never more than the setting).
+    pub(super) fn grant_what_is_used(&self) -> Option<u64> {
+        let dir = self.file.parent()?;
+        let read = |name: &str| -> Option<u64> {
+            std::fs::read_to_string(dir.join(name))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        };
+        if dir.join("memory.limit_in_bytes").exists() {
+            // cgroup v1: memory+swap first, as it may never be below the memory limit.
+            let used = read("memory.usage_in_bytes")?;
+            let limit = read("memory.limit_in_bytes")?;
+            let both = dir.join("memory.memsw.limit_in_bytes");
+            if let Some(swap) = read("memory.memsw.limit_in_bytes") {
+                std::fs::write(&both, swap.saturating_add(used).to_string()).ok()?;
+            }
+            std::fs::write(
+                dir.join("memory.limit_in_bytes"),
+                limit.saturating_add(used).to_string(),
+            )
+            .ok()?;
+            return Some(used);
+        }
+        let used = read("memory.current")?;
+        let limit = read("memory.max")?;
+        std::fs::write(
+            dir.join("memory.max"),
+            limit.saturating_add(used).to_string(),
+        )
+        .ok()?;
+        Some(used)
+    }
+}

@@ -419,6 +419,7 @@ impl SandboxProvider for SelfManagedProvider {
             busy: size.saturating_sub(slots.available_permits() as u64),
             warming: 0,
             waiting: self.waiting.now(),
+            ahead: None,
         })
     }
 
