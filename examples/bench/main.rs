@@ -5,13 +5,15 @@
 //! page, and throughput at concurrency 1, 2, 4, 8. Writes a Markdown report: ratios to the
 //! floors first, absolute times second, the machine described.
 //!
-//! Also a warm session's cell against a stateless run of the same code (`sessions.rs`).
+//! Also a warm session's cell against a stateless run of the same code (`sessions.rs`), and
+//! sandboxes started ahead against their floors and goals (`ahead.rs`).
 //! With `--postgres URL`, also 1 vs 3 replicas on one PostgreSQL under load (`replicas.rs`).
 //!
 //! `cargo run --release --features ssr --example bench -- [--smoke] [--out FILE] [--postgres URL] [--only replicas]`
 //! `--smoke`: a few iterations (the test command runs this; it asserts nothing about speed).
 //! `--only replicas`: only the replica load (its section alone in the report).
 
+mod ahead;
 mod fixed;
 mod replicas;
 mod sessions;
@@ -613,6 +615,23 @@ async fn main() -> anyhow::Result<()> {
     activate("local").await?;
     let session_report = sessions::section(&base, &key, runs, warm).await?;
 
+    let floors = ahead::Floors {
+        bare_python,
+        host_pandas,
+        raw_runc,
+        raw_runsc,
+    };
+    let ahead_report = ahead::section(
+        &state,
+        caller.clone(),
+        runs,
+        warm,
+        &python,
+        &pandas,
+        &floors,
+    )
+    .await?;
+
     // Whatever the providers still hold (containers of a replaced docker provider) goes now.
     state.sandbox.shutdown().await;
 
@@ -799,6 +818,7 @@ async fn main() -> anyhow::Result<()> {
     writeln!(report, "\nThe docker runs above are tight loops: in fresh-container mode each run's container is replaced in the background (about 0.2 s under runc, 0.4 s under runsc), so back-to-back runs on a pool of 2 partly wait for a replacement; in reuse mode they wait for the wipe. Runs 0.5 s apart find a warm container every time.")?;
     writeln!(report)?;
     report.push_str(&session_report);
+    report.push_str(&ahead_report);
     report.push_str(&replica_section(postgres.as_deref(), smoke).await?);
     std::fs::write(&out, &report)?;
     eprintln!("wrote {out}");

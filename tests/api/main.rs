@@ -10,6 +10,7 @@ mod auth;
 mod dashboard;
 mod database;
 mod dify;
+mod docker_ahead;
 mod docker_provider;
 mod docker_sessions;
 mod e2b_provider;

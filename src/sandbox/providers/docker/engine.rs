@@ -5,7 +5,7 @@
 
 use std::{
     collections::HashMap,
-    time::{Duration, Instant, SystemTime},
+    time::{Duration, SystemTime},
 };
 
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine as _};
@@ -19,7 +19,6 @@ use bollard::{
 };
 use futures_util::StreamExt;
 use serde_json::json;
-use tokio::io::AsyncWriteExt;
 
 use super::{config::DockerConfig, DockerError};
 use crate::{
@@ -252,7 +251,7 @@ pub async fn remove(docker: &Docker, id: &str) -> bool {
     }
 }
 
-async fn kill(docker: &Docker, id: &str) {
+pub(super) async fn kill(docker: &Docker, id: &str) {
     let options = KillContainerOptionsBuilder::default()
         .signal("KILL")
         .build();
@@ -308,13 +307,13 @@ pub struct RawRun {
 
 /// Output of one stream, cut at the cap.
 #[derive(Default)]
-struct Capped {
-    kept: Vec<u8>,
-    over: bool,
+pub(super) struct Capped {
+    pub kept: Vec<u8>,
+    pub over: bool,
 }
 
 impl Capped {
-    fn push(&mut self, bytes: &[u8], cap: usize) {
+    pub fn push(&mut self, bytes: &[u8], cap: usize) {
         let room = cap.saturating_sub(self.kept.len());
         self.kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
         self.over |= bytes.len() > room;
@@ -350,90 +349,24 @@ pub async fn run_job(
         .map(|f| (f.name.to_owned(), json!(BASE64.encode(&f.contents))))
         .collect();
     let payload = json!({ "files": files, "flag": flag }).to_string();
-    let started = Instant::now();
-    let started_at = SystemTime::now();
-    let (exec_id, mut output, mut input) = start_exec(docker, id, cmd, true).await?;
+    let (exec_id, output, input) = start_exec(docker, id, cmd, true).await?;
     beat.beat();
-
-    let mut stdout = Capped::default();
-    let mut stderr = Capped::default();
-    let mut stopped = None;
-    let mut container_died = false;
-    let feed = async move {
-        // A program that exits without reading stdin closes the pipe: not our error.
-        let _ = input.write_all(payload.as_bytes()).await;
-        let _ = input.shutdown().await;
-    };
-    let read = async {
-        while let Some(frame) = output.next().await {
-            beat.beat();
-            match frame {
-                Ok(bollard::container::LogOutput::StdOut { message }) => {
-                    stdout.push(&message, max_output)
-                }
-                Ok(bollard::container::LogOutput::StdErr { message }) => {
-                    stderr.push(&message, max_output)
-                }
-                Ok(_) => {}
-                Err(source) => {
-                    return Err(DockerError::Exec {
-                        id: id.to_owned(),
-                        source,
-                    })
-                }
-            }
-            if stdout.over || stderr.over {
-                return Ok(Some(Stopped::Output));
-            }
-        }
-        Ok(None)
-    };
-    // Under gVisor an out-of-memory kill takes the whole sandbox down while the exec stream
-    // stays open; so after a moment the container itself is watched too (fast runs pay nothing).
-    let watch = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        loop {
-            let running = super::inspect::running(docker, id).await;
-            beat.beat();
-            if !running.unwrap_or(true) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-    };
-    enum Ended {
-        Stream(Option<Stopped>),
-        ContainerDied,
-    }
-    let run = async {
-        tokio::select! {
-            read = async { tokio::join!(feed, read).1 } => read.map(Ended::Stream),
-            () = watch => Ok(Ended::ContainerDied),
-        }
-    };
-    match tokio::time::timeout(timeout, run).await {
-        Ok(Ok(Ended::Stream(why))) => stopped = why,
-        Ok(Ok(Ended::ContainerDied)) => container_died = true,
-        Ok(Err(error)) => return Err(error),
-        Err(_elapsed) => stopped = Some(Stopped::Deadline),
-    }
-    let elapsed = started.elapsed();
-    let exit_code = if stopped.is_some() || container_died {
-        kill(docker, id).await;
-        None
-    } else {
-        exit_code(docker, &exec_id).await?
-    };
-    beat.beat();
-    Ok(RawRun {
-        stdout: String::from_utf8_lossy(&stdout.kept).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr.kept).into_owned(),
-        exit_code,
-        stopped,
-        container_died,
-        elapsed,
-        started_at,
-    })
+    super::drive::drive(
+        docker,
+        id,
+        super::drive::Exec {
+            id: exec_id,
+            output,
+            input,
+        },
+        payload,
+        super::drive::Bounds {
+            timeout,
+            max_output,
+        },
+        beat,
+    )
+    .await
 }
 
 pub(super) type Output = std::pin::Pin<
@@ -445,7 +378,7 @@ pub(super) type Output = std::pin::Pin<
 >;
 pub(super) type Input = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
 
-async fn start_exec(
+pub(super) async fn start_exec(
     docker: &Docker,
     id: &str,
     cmd: Vec<String>,
@@ -505,7 +438,7 @@ pub(super) async fn start_exec_in(
 }
 
 /// The exec's exit code once dockerd has it (the stream can end a moment before).
-async fn exit_code(docker: &Docker, exec_id: &str) -> Result<Option<i32>, DockerError> {
+pub(super) async fn exit_code(docker: &Docker, exec_id: &str) -> Result<Option<i32>, DockerError> {
     for _ in 0..50 {
         let inspected = docker
             .inspect_exec(exec_id)
@@ -517,6 +450,14 @@ async fn exit_code(docker: &Docker, exec_id: &str) -> Result<Option<i32>, Docker
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     Ok(None)
+}
+
+/// Whether an exec is still running (an interpreter started ahead that has not exited).
+pub(super) async fn exec_running(docker: &Docker, exec_id: &str) -> bool {
+    docker
+        .inspect_exec(exec_id)
+        .await
+        .is_ok_and(|inspected| inspected.running == Some(true))
 }
 
 /// Runs a short fixed command (no stdin) and returns its stdout, cut at `cap`.

@@ -1,8 +1,10 @@
 //! The `docker` provider: runs Python and JavaScript in hardened containers from a warm pool,
 //! through the Docker Engine API (bollard), under runc or gVisor. See README.md in this folder.
 
+mod ahead;
 mod artifacts;
 mod config;
+mod drive;
 mod engine;
 mod error;
 mod health;
@@ -30,7 +32,7 @@ use self::error::DockerError;
 use crate::{
     model::{
         execution::{ExecRequest, ExecutionResult, Language},
-        provider::{HealthReport, PoolState, ProviderInfo},
+        provider::{AheadState, HealthReport, PoolState, ProviderInfo},
     },
     sandbox::{
         self,
@@ -99,9 +101,17 @@ pub struct Shared {
     mount: Option<Mount>,
     /// The allow-list sandboxes reach the network through; `None`: no network.
     egress: Option<Egress>,
+    /// The modules a Python interpreter started ahead imports.
+    preload: Vec<String>,
 }
 
 impl Shared {
+    /// What an interpreter of `language` started ahead preloads; `None` when interpreters of
+    /// that language are not started ahead.
+    fn preload_for(&self, language: Language) -> Option<&[String]> {
+        (self.config.start_ahead && language == Language::Python).then_some(&self.preload)
+    }
+
     /// Creates and starts one hardened container (after the one-time sweep).
     async fn start(&self, language: Language) -> Result<String, Error> {
         let docker = self.engine.client().await?;
@@ -177,6 +187,7 @@ impl DockerProvider {
                 owner,
                 pool_id,
                 swept: OnceCell::new(),
+                preload: runner::ahead::preload_for(environment.mount()),
                 mount: environment.mount().cloned(),
                 egress,
             }),
@@ -256,9 +267,29 @@ impl DockerProvider {
             beat.beat();
         }
         let session = session?;
-        let raw = match engine::run_job(&docker, &lease.id, &job, &flag, timeout, max_output, beat)
-            .await
-        {
+        let mut started_ahead = lease.ahead.take();
+        if let Some(exec) = started_ahead.as_ref().map(|a| a.exec.id.clone()) {
+            // An interpreter that has exited (killed in the container) cannot take the job.
+            if !engine::exec_running(&docker, &exec).await {
+                started_ahead = None;
+            }
+        }
+        beat.beat();
+        let ran_ahead = started_ahead.is_some();
+        let first = match started_ahead {
+            Some(ahead) => {
+                let payload = runner::ahead::order(&job, &flag, timeout.as_secs() + 1);
+                let bounds = drive::Bounds {
+                    timeout,
+                    max_output,
+                };
+                drive::drive(&docker, &lease.id, ahead.exec, payload, bounds, beat).await
+            }
+            None => {
+                engine::run_job(&docker, &lease.id, &job, &flag, timeout, max_output, beat).await
+            }
+        };
+        let raw = match first {
             Err(error) if error.container_gone() && session.is_none() => {
                 // An idle container died behind our back: replace it once and run there.
                 tracing::info!(
@@ -329,6 +360,10 @@ impl DockerProvider {
         metadata.insert("container".into(), json!(short(&lease.id)));
         metadata.insert("cold_start".into(), json!(lease.cold));
         metadata.insert("runtime".into(), json!(config.runtime));
+        metadata.insert("started_ahead".into(), json!(ran_ahead));
+        if ran_ahead {
+            metadata.insert("preloaded".into(), json!(self.shared.preload));
+        }
         let mut artifacts = Vec::new();
         if wants_artifacts && running && raw.stopped.is_none() {
             let limits = ArtifactLimits {
@@ -417,6 +452,13 @@ impl SandboxProvider for DockerProvider {
             details.insert(format!("pool_{name}_size"), json!(pool.size()));
             details.insert(format!("pool_{name}_busy"), json!(pool.busy()));
             details.insert(format!("pool_{name}_idle"), json!(pool.idle()));
+            if self.shared.preload_for(pool.language).is_some() {
+                details.insert(format!("ahead_{name}_ready"), json!(pool.ready_ahead()));
+                details.insert(format!("ahead_{name}_preload"), json!(self.shared.preload));
+                if let Some(problem) = pool.ahead_problem() {
+                    details.insert(format!("ahead_{name}_problem"), json!(problem));
+                }
+            }
         }
         if replaced > 0 {
             details.insert("containers_replaced".into(), json!(replaced));
@@ -463,7 +505,13 @@ impl SandboxProvider for DockerProvider {
             busy,
             warming,
             waiting,
-            ahead: None,
+            ahead: self
+                .shared
+                .preload_for(Language::Python)
+                .map(|_| AheadState {
+                    ready: self.python.ready_ahead() as u64,
+                    warming: self.python.warming() as u64,
+                }),
         })
     }
 

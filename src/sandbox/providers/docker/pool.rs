@@ -9,6 +9,7 @@
 //! and at shutdown.
 
 use std::{
+    collections::HashMap,
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, Mutex,
@@ -18,7 +19,10 @@ use std::{
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::{engine, Shared};
+use super::{
+    ahead::{self, AheadExec},
+    engine, Shared,
+};
 use crate::{
     model::execution::Language,
     sandbox::{Error, Waiting},
@@ -33,6 +37,10 @@ pub struct Pool {
     size: usize,
     slots: Arc<Semaphore>,
     idle: Mutex<Vec<String>>,
+    /// The idle containers' interpreters started ahead, by container.
+    ahead: Mutex<HashMap<String, AheadExec>>,
+    /// Why interpreters cannot be started ahead, or lack a preloaded module.
+    ahead_problem: Mutex<Option<String>>,
     /// Containers whose removal failed: removed again on the next health check and at close.
     leftovers: Mutex<Vec<String>>,
     closed: AtomicBool,
@@ -50,6 +58,8 @@ pub struct Lease {
     /// Started for this run rather than taken warm from the pool.
     pub cold: bool,
     pub waited: Duration,
+    /// Its interpreter started ahead, when it has one.
+    pub ahead: Option<AheadExec>,
     /// `None` once released.
     held: Option<Held>,
 }
@@ -94,6 +104,8 @@ impl Pool {
             size,
             slots: Arc::new(Semaphore::new(size)),
             idle: Mutex::new(Vec::new()),
+            ahead: Mutex::new(HashMap::new()),
+            ahead_problem: Mutex::new(None),
             leftovers: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             warming: AtomicUsize::new(0),
@@ -122,6 +134,16 @@ impl Pool {
 
     pub fn idle(&self) -> usize {
         self.idle.lock().expect("idle list lock").len()
+    }
+
+    /// Idle containers whose interpreter was started ahead.
+    pub fn ready_ahead(&self) -> usize {
+        self.ahead.lock().expect("ahead lock").len()
+    }
+
+    /// Why interpreters are not (all) started ahead, when they are not.
+    pub fn ahead_problem(&self) -> Option<String> {
+        self.ahead_problem.lock().expect("ahead lock").clone()
     }
 
     pub fn idle_ids(&self) -> Vec<String> {
@@ -169,10 +191,14 @@ impl Pool {
         let warm = self.idle.lock().expect("idle list lock").pop();
         // Leased before a cold start, so a run cancelled during the start still frees its
         // slot only after the container is gone.
+        let ahead = warm
+            .as_ref()
+            .and_then(|id| self.ahead.lock().expect("ahead lock").remove(id));
         let mut lease = Lease {
             id: warm.clone().unwrap_or_default(),
             cold: warm.is_none(),
             waited,
+            ahead,
             held: Some(Held {
                 permit,
                 pool: self.clone(),
@@ -195,6 +221,7 @@ impl Pool {
     /// A container that turned out dead at checkout: replaced by a fresh one, same permit.
     pub async fn replace(&self, shared: &Shared, lease: &mut Lease) -> Result<(), Error> {
         let docker = shared.engine.client().await?;
+        lease.ahead = None;
         self.remove(&docker, &lease.id).await;
         lease.id = shared.start(self.language).await?;
         lease.cold = true;
@@ -218,6 +245,9 @@ impl Pool {
                 && !shared.config.fresh_container_per_run
                 && !pool.closed()
                 && engine::wipe(&docker, &id).await.unwrap_or(false);
+            if keep {
+                pool.start_ahead(&shared, &docker, &id).await;
+            }
             let id = match keep {
                 true => match pool.park(id) {
                     None => return,
@@ -269,6 +299,7 @@ impl Pool {
     fn park(&self, id: String) -> Option<String> {
         let mut idle = self.idle.lock().expect("idle list lock");
         if self.closed() {
+            self.ahead.lock().expect("ahead lock").remove(&id);
             return Some(id);
         }
         idle.push(id);
@@ -291,6 +322,9 @@ impl Pool {
     async fn start_warm(&self, shared: &Shared) {
         match shared.start(self.language).await {
             Ok(id) => {
+                if let Ok(docker) = shared.engine.client().await {
+                    self.start_ahead(shared, &docker, &id).await;
+                }
                 if let Some(id) = self.park(id) {
                     match shared.engine.client().await {
                         Ok(docker) => self.remove(&docker, &id).await,
@@ -300,6 +334,29 @@ impl Pool {
             }
             Err(error) => {
                 tracing::warn!(language = %self.language, %error, "could not warm a sandbox container")
+            }
+        }
+    }
+
+    /// Starts the interpreter of a container about to be parked ahead of its run, when the
+    /// provider starts interpreters ahead (Python). A container whose interpreter cannot be
+    /// started is parked as it is: its run starts the interpreter itself.
+    async fn start_ahead(&self, shared: &Shared, docker: &bollard::Docker, id: &str) {
+        let Some(preload) = shared.preload_for(self.language) else {
+            return;
+        };
+        match ahead::start(docker, id, preload).await {
+            Ok(started) => {
+                *self.ahead_problem.lock().expect("ahead lock") = started.readiness.problem();
+                self.ahead
+                    .lock()
+                    .expect("ahead lock")
+                    .insert(id.to_owned(), started);
+            }
+            Err(error) => {
+                tracing::warn!(container = super::short(id), %error, "could not start an interpreter ahead");
+                *self.ahead_problem.lock().expect("ahead lock") =
+                    Some(format!("sandboxes cannot be started ahead: {error}"));
             }
         }
     }
@@ -324,6 +381,10 @@ impl Pool {
             .lock()
             .expect("idle list lock")
             .retain(|id| !dead.contains(id));
+        self.ahead
+            .lock()
+            .expect("ahead lock")
+            .retain(|id, _| !dead.contains(id));
         for id in &dead {
             self.remove(&docker, id).await;
         }
@@ -338,6 +399,7 @@ impl Pool {
         let idle = {
             let mut idle = self.idle.lock().expect("idle list lock");
             self.closed.store(true, Ordering::SeqCst);
+            self.ahead.lock().expect("ahead lock").clear();
             std::mem::take(&mut *idle)
         };
         if let Ok(docker) = shared.engine.client().await {

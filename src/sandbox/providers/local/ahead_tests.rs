@@ -54,7 +54,9 @@ const LOOK: &str = r#"
 import builtins, os
 def main():
     seen = {
-        "pid_namespace": os.readlink("/proc/self/ns/pid"),
+        # A pid namespace's inode may be reused once it is gone; with its first process's
+        # start time it names one namespace.
+        "pid_namespace": os.readlink("/proc/self/ns/pid") + " " + open("/proc/1/stat").read().rsplit(")", 1)[1].split()[19],
         "mark": os.path.exists("/tmp/mark"),
         "workspace_mark": os.path.exists("/workspace/mark"),
         "state": getattr(builtins, "left_behind", None),

@@ -1,0 +1,172 @@
+//! The docker provider's Python interpreters started ahead, under runc and gVisor: each run
+//! takes a container whose interpreter already waits, serves one run in it, and the next run
+//! sees nothing of it; the run's deadline starts when its program arrives.
+
+use std::time::Duration;
+
+use sandbox_console::{
+    model::execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
+    sandbox::SandboxProvider,
+};
+use serde_json::{json, Map, Value};
+
+use crate::{
+    docker_provider::{provider, RUNTIMES},
+    wait::wait_until,
+};
+
+/// Waits until the pool has an interpreter started ahead, then runs `code` there.
+async fn run_ahead(
+    provider: &dyn SandboxProvider,
+    code: &str,
+    timeout_secs: Option<u32>,
+) -> ExecutionResult {
+    wait_until("an interpreter started ahead", || async {
+        provider
+            .pool_state()
+            .and_then(|p| p.ahead)
+            .is_some_and(|a| a.ready >= 1)
+    })
+    .await;
+    let request = ExecRequest {
+        language: Language::Python,
+        code: code.into(),
+        arguments: Map::new(),
+        timeout_secs,
+    };
+    let result = crate::helpers::run_once(provider, &request)
+        .await
+        .expect("the provider runs the code");
+    assert_eq!(
+        result.metadata["started_ahead"],
+        json!(true),
+        "the run took an interpreter started ahead: {:?}",
+        result.metadata
+    );
+    result
+}
+
+const LOOK: &str = r#"
+import builtins, os
+def main():
+    seen = {
+        # A pid namespace's inode may be reused once it is gone; with its first process's
+        # start time it names one namespace.
+        "pid_namespace": os.readlink("/proc/self/ns/pid") + " " + open("/proc/1/stat").read().rsplit(")", 1)[1].split()[19],
+        "mark": os.path.exists("/tmp/mark"),
+        "workspace_mark": os.path.exists("/workspace/mark"),
+        "state": getattr(builtins, "left_behind", None),
+        "pid": os.getpid(),
+    }
+    open("/tmp/mark", "w").write("1")
+    open("/workspace/mark", "w").write("1")
+    builtins.left_behind = "from an earlier run"
+    return seen
+"#;
+
+#[tokio::test]
+async fn two_runs_in_a_row_never_share_a_container_or_an_interpreter() {
+    for runtime in RUNTIMES {
+        let provider = provider(runtime, json!({ "pool_size": 1 }));
+        provider.warm_up();
+
+        let first = run_ahead(provider.as_ref(), LOOK, None).await;
+        let second = run_ahead(provider.as_ref(), LOOK, None).await;
+        provider.shutdown().await;
+
+        assert_eq!(
+            first.status,
+            ExecStatus::Success,
+            "{runtime}: {}",
+            first.stderr
+        );
+        assert_eq!(
+            second.status,
+            ExecStatus::Success,
+            "{runtime}: {}",
+            second.stderr
+        );
+        assert_ne!(
+            first.metadata["container"], second.metadata["container"],
+            "{runtime}"
+        );
+        for seen in [&first.result.value, &second.result.value] {
+            assert_eq!(seen["mark"], json!(false), "{runtime}: {seen}");
+            assert_eq!(seen["workspace_mark"], json!(false), "{runtime}: {seen}");
+            assert_eq!(seen["state"], Value::Null, "{runtime}: {seen}");
+        }
+        assert_ne!(
+            first.result.value["pid_namespace"], second.result.value["pid_namespace"],
+            "{runtime}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_deadline_starts_when_the_program_arrives_and_limits_hold() {
+    for runtime in RUNTIMES {
+        let provider = provider(runtime, json!({ "pool_size": 1, "timeout_secs": 3 }));
+        provider.warm_up();
+        wait_until("an interpreter started ahead", || async {
+            provider
+                .pool_state()
+                .and_then(|p| p.ahead)
+                .is_some_and(|a| a.ready >= 1)
+        })
+        .await;
+        // It has waited longer than a run may take; its run still has its whole time.
+        tokio::time::sleep(Duration::from_millis(3500)).await;
+
+        let slow = run_ahead(
+            provider.as_ref(),
+            "import time\ndef main():\n    time.sleep(1)\n    return 1\n",
+            None,
+        )
+        .await;
+        let endless = run_ahead(
+            provider.as_ref(),
+            "import time\ndef main():\n    time.sleep(60)\n",
+            None,
+        )
+        .await;
+        let output = run_ahead(
+            provider.as_ref(),
+            "def main():\n    print('x' * 200000)\n",
+            None,
+        )
+        .await;
+        let artifacts = run_ahead(
+            provider.as_ref(),
+            "def main():\n    open('artifacts/out.txt', 'w').write('made ahead')\n    return 1\n",
+            None,
+        )
+        .await;
+        provider.shutdown().await;
+
+        assert_eq!(
+            slow.status,
+            ExecStatus::Success,
+            "{runtime}: {}",
+            slow.stderr
+        );
+        assert_eq!(
+            endless.status,
+            ExecStatus::Timeout,
+            "{runtime}: {}",
+            endless.stderr
+        );
+        assert_eq!(output.status, ExecStatus::OutputLimit, "{runtime}");
+        assert_eq!(
+            artifacts.status,
+            ExecStatus::Success,
+            "{runtime}: {}",
+            artifacts.stderr
+        );
+        assert_eq!(artifacts.artifacts.len(), 1, "{runtime}");
+        assert!(
+            !artifacts.stderr.contains("artifacts"),
+            "{runtime}: {}",
+            artifacts.stderr
+        );
+    }
+}
