@@ -253,3 +253,32 @@ async fn the_memory_limit_starts_when_the_program_arrives() {
     );
     p.shutdown().await;
 }
+
+#[tokio::test]
+async fn shutting_the_provider_down_ends_its_sandboxes_started_ahead() {
+    let p = provider(json!({ "ahead_min": 2 }), Resolved::Bare);
+    p.warm_up();
+    let began = Instant::now();
+    while p.ahead.counts().ready < 2 {
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "{:?}",
+            p.ahead.counts()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let waiting = super::session_tests::descendants_with("_ahead.py");
+    assert_eq!(waiting.len(), 2, "two interpreters wait: {waiting:?}");
+
+    p.shutdown().await;
+
+    let began = Instant::now();
+    while !super::session_tests::descendants_with("_ahead.py").is_empty() {
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "the sandboxes started ahead are still there"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(p.ahead.counts().ready, 0);
+}

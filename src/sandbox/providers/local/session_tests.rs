@@ -27,7 +27,7 @@ async fn open_in(language: Language, overrides: Value) -> Arc<dyn Session> {
 }
 
 /// Processes below this test process whose command line holds `token`.
-fn descendants_with(token: &str) -> Vec<u32> {
+pub(super) fn descendants_with(token: &str) -> Vec<u32> {
     let me = std::process::id();
     let parent_of = |pid: u32| -> Option<u32> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
