@@ -60,7 +60,7 @@ test('an admin configures the docker provider, tests it, and runs code in a cont
   await expect(async () => {
     await page.reload();
     await expect(page.getByTestId('health-badge')).toHaveText('Healthy', { timeout: 2_000 });
-    await expect(page.getByTestId('pool-status')).toHaveText('Pool: 0 busy, 2 idle of 2', { timeout: 2_000 });
+    await expect(page.getByTestId('pool-status')).toHaveText('Pool: 0 busy, 2 idle of 2 · Python started ahead: 1 ready, 0 warming', { timeout: 2_000 });
   }).toPass({ timeout: 30_000 });
   await expectInteractive(page, javaScriptEnabled);
   await expect(page.getByTestId('health-message')).not.toContainText('Pool');

@@ -21,7 +21,32 @@ use sandbox_console::{
 };
 use serde_json::{json, Map, Value};
 
-use super::{docker_settings, measure, measure_spaced, stats, DOCKER_IMAGE};
+use super::{chart::Series, docker_settings, stats, DOCKER_IMAGE};
+
+/// Each call's time in ms, `warm` unmeasured calls first, `pause` between calls (not timed).
+async fn timed<F, Fut>(
+    runs: usize,
+    warm: usize,
+    pause: Duration,
+    mut f: F,
+) -> anyhow::Result<Vec<f64>>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let mut samples = Vec::with_capacity(runs);
+    for i in 0..runs + warm {
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
+        let started = Instant::now();
+        f().await?;
+        if i >= warm {
+            samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    Ok(samples)
+}
 
 /// What the section needs from the rest of the bench.
 pub struct Floors {
@@ -38,25 +63,33 @@ struct Bench<'a> {
     warm: usize,
 }
 
+/// Saves `values` as `kind`'s settings and makes it the active provider.
+pub async fn activate(
+    state: &AppState,
+    kind: &str,
+    values: Map<String, Value>,
+) -> anyhow::Result<()> {
+    let saved = state
+        .sandbox
+        .save(
+            &Actor::admin("bench"),
+            kind,
+            values,
+            Expected::Any,
+            true,
+            sandbox_console::server::sandbox::Gate::Anyway,
+        )
+        .await?;
+    anyhow::ensure!(
+        matches!(saved, SaveOutcome::Saved { active: true, .. }),
+        "{saved:?}"
+    );
+    Ok(())
+}
+
 impl Bench<'_> {
     async fn activate(&self, kind: &str, values: Map<String, Value>) -> anyhow::Result<()> {
-        let saved = self
-            .state
-            .sandbox
-            .save(
-                &Actor::admin("bench"),
-                kind,
-                values,
-                Expected::Any,
-                true,
-                sandbox_console::server::sandbox::Gate::Anyway,
-            )
-            .await?;
-        anyhow::ensure!(
-            matches!(saved, SaveOutcome::Saved { active: true, .. }),
-            "{saved:?}"
-        );
-        Ok(())
+        activate(self.state, kind, values).await
     }
 
     /// Waits (at most two minutes) until the active provider has `ready` sandboxes started
@@ -103,14 +136,16 @@ impl Bench<'_> {
             Ok(())
         };
         let pause = Duration::from_millis(500);
-        let spaced = measure_spaced(self.runs, self.warm, pause, call).await?;
+        let spaced = timed(self.runs, self.warm, pause, call).await?;
         let spaced_hits = hits.swap(0, std::sync::atomic::Ordering::Relaxed);
-        let tight = measure(self.runs, self.warm, call).await?;
+        let tight = timed(self.runs, self.warm, Duration::ZERO, call).await?;
         let tight_hits = hits.load(std::sync::atomic::Ordering::Relaxed);
         let total = (self.runs + self.warm) as f64;
         Ok(Path {
-            spaced,
-            tight,
+            spaced: stats(spaced.clone()),
+            tight: stats(tight.clone()),
+            spaced_samples: spaced,
+            tight_samples: tight,
             spaced_ahead: spaced_hits as f64 / total,
             tight_ahead: tight_hits as f64 / total,
         })
@@ -121,6 +156,8 @@ impl Bench<'_> {
 struct Path {
     spaced: (f64, f64),
     tight: (f64, f64),
+    spaced_samples: Vec<f64>,
+    tight_samples: Vec<f64>,
     spaced_ahead: f64,
     tight_ahead: f64,
 }
@@ -179,7 +216,7 @@ fn goal(met: bool) -> &'static str {
     }
 }
 
-/// The section of the report.
+/// The section of the report, and the latency distributions it measured.
 pub async fn section(
     state: &AppState,
     caller: Caller,
@@ -188,7 +225,7 @@ pub async fn section(
     python: &ExecRequest,
     pandas: &ExecRequest,
     floors: &Floors,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<(String, Vec<Series>)> {
     let bench = Bench {
         state,
         caller,
@@ -203,7 +240,11 @@ pub async fn section(
             with(Map::new(), json!({ "environment": "none", "ahead_min": 0 })),
         )
         .await?;
-    let local_cold = measure(runs, warm, || async { bench.run(python).await.map(|_| ()) }).await?;
+    let local_cold_samples = timed(runs, warm, Duration::ZERO, || async {
+        bench.run(python).await.map(|_| ())
+    })
+    .await?;
+    let local_cold = stats(local_cold_samples.clone());
     bench
         .activate("local", with(Map::new(), bare.clone()))
         .await?;
@@ -226,10 +267,11 @@ pub async fn section(
         bench.activate("docker", cold).await?;
         bench.ready(0).await?;
         let pause = Duration::from_millis(500);
-        let pandas_cold = measure_spaced(runs, warm, pause, || async {
+        let pandas_cold_samples = timed(runs, warm, pause, || async {
             bench.run(pandas).await.map(|_| ())
         })
         .await?;
+        let pandas_cold = (stats(pandas_cold_samples.clone()), pandas_cold_samples);
         bench
             .activate("docker", docker_settings(runtime, true, 2, 60))
             .await?;
@@ -403,7 +445,7 @@ pub async fn section(
         "local, pandas script, started ahead, back to back",
         local_pandas.tight,
     )?;
-    for (runtime, cold, ahead) in &docker_pandas {
+    for (runtime, (cold, _), ahead) in &docker_pandas {
         abs(
             &format!("docker {runtime}, pandas script, started ahead off, 0.5 s apart"),
             *cold,
@@ -427,5 +469,51 @@ pub async fn section(
             path.tight,
         )?;
     }
-    Ok(out)
+    let mut series = vec![
+        Series {
+            label: "local, trivial, cold, back to back".into(),
+            samples: local_cold_samples,
+        },
+        Series {
+            label: "local, trivial, ahead, 0.5 s apart".into(),
+            samples: local_trivial.spaced_samples,
+        },
+        Series {
+            label: "local, trivial, ahead, back to back".into(),
+            samples: local_trivial.tight_samples,
+        },
+        Series {
+            label: "local, pandas, ahead, 0.5 s apart".into(),
+            samples: local_pandas.spaced_samples,
+        },
+        Series {
+            label: "local, pandas, ahead, back to back".into(),
+            samples: local_pandas.tight_samples,
+        },
+    ];
+    for (runtime, (_, cold), ahead) in docker_pandas {
+        series.push(Series {
+            label: format!("docker {runtime}, pandas, cold, 0.5 s apart"),
+            samples: cold,
+        });
+        series.push(Series {
+            label: format!("docker {runtime}, pandas, ahead, 0.5 s apart"),
+            samples: ahead.spaced_samples,
+        });
+        series.push(Series {
+            label: format!("docker {runtime}, pandas, ahead, back to back"),
+            samples: ahead.tight_samples,
+        });
+    }
+    for (runtime, path) in docker_trivial {
+        series.push(Series {
+            label: format!("docker {runtime}, trivial, ahead, 0.5 s apart"),
+            samples: path.spaced_samples,
+        });
+        series.push(Series {
+            label: format!("docker {runtime}, trivial, ahead, back to back"),
+            samples: path.tight_samples,
+        });
+    }
+    Ok((out, series))
 }

@@ -14,8 +14,11 @@
 //! `--only replicas`: only the replica load (its section alone in the report).
 
 mod ahead;
+mod chart;
 mod fixed;
+mod overload;
 mod replicas;
+mod resources;
 mod sessions;
 
 use std::{fmt::Write as _, process::Command, time::Instant};
@@ -327,6 +330,7 @@ async fn main() -> anyhow::Result<()> {
     config.build_default_environment = false;
     config.environment_store = Some(shared_environment_store());
     let app = Application::build_with_registry(config, bench_registry()).await?;
+    let idle_kib = resources::rss_kib();
     let base = format!("http://127.0.0.1:{}", app.port());
     let url = format!("{base}/api/v1/execute");
     let state = app.state().clone();
@@ -621,7 +625,7 @@ async fn main() -> anyhow::Result<()> {
         raw_runc,
         raw_runsc,
     };
-    let ahead_report = ahead::section(
+    let (ahead_report, latencies) = ahead::section(
         &state,
         caller.clone(),
         runs,
@@ -631,6 +635,22 @@ async fn main() -> anyhow::Result<()> {
         &floors,
     )
     .await?;
+    eprintln!("overload ...");
+    let overload_report = overload::section(&state, &base, &key, smoke).await?;
+    eprintln!("resources ...");
+    let resources_report = resources::section(&state, &base, &key, idle_kib, smoke).await?;
+    let chart_path = std::path::Path::new(&out).with_extension("svg");
+    let chart_name = chart_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    std::fs::write(
+        &chart_path,
+        chart::svg(
+            "Latency per run (ms, log scale): started ahead and cold",
+            &latencies,
+        ),
+    )?;
 
     // Whatever the providers still hold (containers of a replaced docker provider) goes now.
     state.sandbox.shutdown().await;
@@ -819,6 +839,12 @@ async fn main() -> anyhow::Result<()> {
     writeln!(report)?;
     report.push_str(&session_report);
     report.push_str(&ahead_report);
+    writeln!(
+        report,
+        "\nThe distributions: [{chart_name}]({chart_name}) (box: 25th to 75th percentile; whiskers: 5th to 95th; red: median; dots: every run).\n\n![latency distributions]({chart_name})"
+    )?;
+    report.push_str(&overload_report);
+    report.push_str(&resources_report);
     report.push_str(&replica_section(postgres.as_deref(), smoke).await?);
     std::fs::write(&out, &report)?;
     eprintln!("wrote {out}");

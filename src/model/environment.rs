@@ -6,6 +6,11 @@ use serde::{Deserialize, Serialize};
 
 /// Most packages one environment may list (Python and npm together).
 pub const MAX_PACKAGES: usize = 200;
+/// What a new environment preloads in sandboxes started ahead: the modules RAGFlow's
+/// programs import (skipped where the environment has not installed them).
+pub const DEFAULT_PRELOAD: &str = "numpy pandas matplotlib matplotlib.pyplot";
+/// The most modules an environment may preload.
+pub const MAX_PRELOAD: usize = 32;
 /// The name a provider's Environment field takes for "no packages: the bare interpreter".
 pub const NONE: &str = "none";
 /// The environment seeded on a first start: RAGFlow's sandbox image's packages.
@@ -97,6 +102,9 @@ pub struct EnvironmentInfo {
     /// The environment whose packages come first ('' for none): "default plus tabulate".
     #[serde(default)]
     pub base: String,
+    /// The modules sandboxes started ahead import before their run, separated by spaces.
+    #[serde(default)]
+    pub preload: String,
     pub version: i64,
     pub is_default: bool,
     pub updated_at: String,
@@ -138,6 +146,9 @@ pub struct EnvironmentForm {
     /// The environment it is based on ('' for none).
     #[serde(default)]
     pub base: String,
+    /// The modules to preload, as typed.
+    #[serde(default)]
+    pub preload: String,
     /// The version edited (absent when creating).
     pub version: Option<i64>,
 }
@@ -171,6 +182,40 @@ pub struct EnvironmentPage {
 
 /// Checks an environment's name: 1 to 40 characters, lowercase letters, digits, `-` and `_`,
 /// starting with a letter; `none` is taken (it means no environment).
+/// The preload setting as stored: module names (`pandas`, `matplotlib.pyplot`) separated by
+/// spaces; commas and new lines separate as spaces do. Refused, with the reason, when a name
+/// is not a Python module path or there are too many.
+pub fn check_preload(text: &str) -> Result<String, String> {
+    let names: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|name| !name.is_empty())
+        .collect();
+    if names.len() > MAX_PRELOAD {
+        return Err(format!("List at most {MAX_PRELOAD} modules."));
+    }
+    let module = |name: &str| {
+        name.len() <= 100
+            && name.split('.').all(|part| {
+                part.chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+    };
+    if let Some(bad) = names.iter().find(|name| !module(name)) {
+        return Err(format!(
+            "{bad:?} is not a module name; write names as import does, e.g. pandas or matplotlib.pyplot."
+        ));
+    }
+    let mut kept: Vec<&str> = Vec::new();
+    for name in names {
+        if !kept.contains(&name) {
+            kept.push(name);
+        }
+    }
+    Ok(kept.join(" "))
+}
+
 pub fn check_name(name: &str) -> Result<String, String> {
     let name = name.trim();
     let ok = !name.is_empty()
@@ -200,5 +245,18 @@ mod tests {
         assert!(check_name("none").is_err());
         assert!(check_name("Data").is_err());
         assert!(check_name("2data").is_err());
+    }
+
+    #[test]
+    fn preloaded_modules_are_module_paths() {
+        assert_eq!(
+            check_preload(" numpy,pandas\nmatplotlib.pyplot numpy ").unwrap(),
+            "numpy pandas matplotlib.pyplot"
+        );
+        assert_eq!(check_preload("").unwrap(), "");
+        assert!(check_preload("os; import x").is_err());
+        assert!(check_preload("--upgrade").is_err());
+        assert!(check_preload("a..b").is_err());
+        assert!(check_preload(&"m ".repeat(MAX_PRELOAD + 1)).is_err());
     }
 }

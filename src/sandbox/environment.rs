@@ -29,6 +29,9 @@ pub struct Mount {
     pub build: String,
     /// The build's folder on the host.
     pub dir: PathBuf,
+    /// The modules a sandbox started ahead imports before its run (the environment's
+    /// setting; those it has not installed are skipped).
+    pub preload: Vec<String>,
     /// Held for as long as the mount is: a provider (and so every run in flight on it) keeps
     /// its build from being collected, whatever the grace.
     pub lease: Lease,

@@ -14,9 +14,19 @@ async fn a_fresh_installation_shows_an_empty_dashboard_without_a_plot() {
 
     assert_eq!(dashboard["active_kind"], "local");
     assert_eq!(dashboard["health"]["healthy"], true);
+    let pool = &dashboard["pool"];
+    let ahead = pool["ahead"].clone();
+    let mut slots = pool.clone();
+    slots.as_object_mut().unwrap().remove("ahead");
     assert_eq!(
-        dashboard["pool"],
+        slots,
         serde_json::json!({"size": 8, "busy": 0, "warming": 0, "waiting": 0})
+    );
+    // One Python sandbox is kept started ahead: ready, or still starting.
+    assert_eq!(
+        ahead["ready"].as_u64().unwrap() + ahead["warming"].as_u64().unwrap(),
+        1,
+        "{pool}"
     );
     assert_eq!(dashboard["latency"].as_array().unwrap().len(), 24);
     assert!(dashboard["latency"]

@@ -179,9 +179,9 @@ struct Console {
     key: String,
 }
 
-/// A console on docker through `docker`, its one pooled container warm and waiting; with the
-/// key that runs code.
-async fn console_through(docker: &FreezableDocker) -> Console {
+/// A console on docker through `docker`, its one pooled container warm and waiting (its
+/// Python started ahead or not); with the key that runs code.
+async fn console_through(docker: &FreezableDocker, start_ahead: bool) -> Console {
     let (app, stop, running) =
         crate::helpers::spawn_app_stoppable(tempfile::tempdir().unwrap(), |_| {}).await;
     let admin = app.api_key("ops", &["admin"]).await;
@@ -192,7 +192,7 @@ async fn console_through(docker: &FreezableDocker) -> Console {
         "docker",
         json!({"docker_host": docker.host(), "runtime": "runc", "python_image": IMAGE,
                "javascript_image": IMAGE, "pool_size": 1, "fresh_container_per_run": false,
-               "queue_wait_secs": 30, "environment": "none"}),
+               "queue_wait_secs": 30, "environment": "none", "start_ahead": start_ahead}),
     )
     .await;
     let warm: Value = app
@@ -260,7 +260,7 @@ async fn stop_leaving_nothing(console: Console) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_dockerd_answers_a_run_at_its_own_deadline() {
     let docker = Arc::new(FreezableDocker::start());
-    let console = console_through(&docker).await;
+    let console = console_through(&docker, true).await;
 
     docker.freeze(true);
     let (took, status, body) = timed_run(&console.app, &console.key, 2).await;
@@ -278,7 +278,8 @@ async fn a_frozen_dockerd_answers_a_run_at_its_own_deadline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_dockerd_that_keeps_answering_finishes_the_run() {
     let docker = Arc::new(FreezableDocker::start());
-    let console = console_through(&docker).await;
+    // A run that starts its interpreter: one started ahead skips the exec's creation and start.
+    let console = console_through(&docker, false).await;
 
     // Each answer of the run (the exec created, started, its output, its exit code) comes 4 s
     // late: the run takes longer than its 5 s timeout and the 8 s margin together, yet dockerd

@@ -20,6 +20,7 @@ mod egress_claims;
 mod environment_bases;
 mod environment_builds;
 mod environment_faults;
+mod environment_preload;
 mod environments;
 mod fair_limits;
 #[path = "../fakes/mod.rs"]

@@ -112,6 +112,7 @@ fn EnvironmentList(list: Vec<EnvironmentInfo>, flash: Option<EnvironmentFlash>) 
         _ => (
             EnvironmentForm {
                 base: default_base,
+                preload: crate::model::environment::DEFAULT_PRELOAD.into(),
                 ..EnvironmentForm::default()
             },
             Default::default(),
@@ -190,6 +191,7 @@ fn SpecForm(
         error("base"),
     );
     let base_bad = errors.contains_key("base");
+    let (preload_bad, preload_error) = (errors.contains_key("preload"), error("preload"));
     let own = form.name.clone();
     let chosen = form.base.clone();
     view! {
@@ -237,6 +239,13 @@ fn SpecForm(
                     inner_html=textarea_html(&form.npm_packages)></textarea>
                 <p class="help" id="env-npm-help">{t!(i18n, env.npm_help)}</p>
                 {npm_error}
+            </div>
+            <div class="field" class:has-error=preload_bad>
+                <label for="env-preload">{t!(i18n, env.preload)}</label>
+                <input id="env-preload" name="preload" class="mono" maxlength="4000" autocomplete="off"
+                    value=form.preload.clone() aria-describedby="env-preload-help" data-testid="env-preload"/>
+                <p class="help" id="env-preload-help">{t!(i18n, env.preload_help)}</p>
+                {preload_error}
             </div>
             <label class="check">
                 <input type="checkbox" name="allow_sdists" value="on" checked=form.allow_sdists data-testid="allow-sdists"/>
@@ -307,6 +316,7 @@ fn EnvironmentView(page: EnvironmentPage, deleting: bool) -> impl IntoView {
                 npm_packages: env.npm_packages.clone(),
                 allow_sdists: env.allow_sdists,
                 base: env.base.clone(),
+                preload: env.preload.clone(),
                 version: Some(env.version),
             },
             Default::default(),

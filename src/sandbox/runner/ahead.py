@@ -1,4 +1,4 @@
-# sandbox-console started-ahead boot (python3 -I -B -u _ahead.py, or -c <this>): the program of
+# sandbox-console started-ahead boot _ahead.py (python3 -I -B -u -c <this>): the program of
 # a sandbox started before its run, in its workspace. It serves exactly one run, then exits.
 # 1. stdin, first line: {"runner": source of the main() runner, "preload": [module, ...]}.
 #    It sets the package environment up as the runner does, imports the preloaded modules

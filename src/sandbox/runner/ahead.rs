@@ -13,15 +13,12 @@ use serde_json::json;
 use super::Job;
 use crate::sandbox::environment::{self, Mount};
 
-/// The boot script (`python3 -I -B -u _ahead.py`, or `-c` with it).
+/// The boot script (`python3 -I -B -u -c <it>`).
 pub const BOOT_PY: &str = include_str!("ahead.py");
 /// The line the boot prints on stdout once it waits for its job.
 pub const READY: &str = "__SANDBOX_AHEAD_READY__:";
 /// The most a boot may print before its ready line (what it prints is dropped, not kept).
 pub const MAX_BEFORE_READY: usize = 64 * 1024;
-/// What an environment preloads unless it says otherwise, of what it has installed: the
-/// modules RAGFlow's programs import (numpy, pandas, matplotlib's pyplot).
-pub const DEFAULT_PRELOAD: [&str; 4] = ["numpy", "pandas", "matplotlib", "matplotlib.pyplot"];
 
 /// What a boot said when it became ready.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -74,24 +71,44 @@ pub fn parse_ready(line: &str) -> Option<Readiness> {
     Some(serde_json::from_str(rest).unwrap_or_default())
 }
 
-/// The modules a sandbox with `mount` preloads: of [`DEFAULT_PRELOAD`], those the
-/// environment has installed (a bare interpreter preloads nothing and still starts ahead).
+/// The modules a sandbox with `mount` preloads: of the environment's preload setting, those
+/// it has installed or the standard library has (a bare interpreter preloads nothing and
+/// still starts ahead). A module listed and found that still fails to import is named on
+/// the health card.
 pub fn preload_for(mount: Option<&Mount>) -> Vec<String> {
     let Some(mount) = mount else {
         return Vec::new();
     };
     let packages = mount.dir.join(environment::PYTHON_DIR);
-    DEFAULT_PRELOAD
+    mount
+        .preload
         .iter()
         .filter(|module| installed(&packages, module))
-        .map(|module| (*module).to_owned())
+        .cloned()
         .collect()
 }
 
 fn installed(packages: &Path, module: &str) -> bool {
     let top = module.split('.').next().unwrap_or(module);
-    packages.join(top).is_dir() || packages.join(format!("{top}.py")).is_file()
+    let found = |dir: &Path| dir.join(top).is_dir() || dir.join(format!("{top}.py")).is_file();
+    let dynload = || {
+        std::fs::read_dir(Path::new(STDLIB).join("lib-dynload"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|entry| {
+                entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{top}."))
+            })
+    };
+    found(packages) || found(Path::new(STDLIB)) || dynload()
 }
+
+/// The standard library of the interpreter sandboxes run (the host's python3.11; the runtime
+/// image's is the same Debian build).
+const STDLIB: &str = "/usr/lib/python3.11";
 
 #[cfg(test)]
 mod tests {
@@ -122,6 +139,10 @@ mod tests {
             name: "default".into(),
             build: "b".into(),
             dir: dir.path().to_owned(),
+            preload: crate::model::environment::DEFAULT_PRELOAD
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect(),
             lease: Default::default(),
         };
 

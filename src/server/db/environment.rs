@@ -34,10 +34,12 @@ pub struct EnvRow {
     pub updated_by: String,
     /// The environment this one is based on ('' for none).
     pub base: String,
+    /// The modules sandboxes started ahead preload, separated by spaces.
+    pub preload: String,
 }
 
 const ENV_COLUMNS: &str = "name, python_requirements, npm_packages, allow_sdists, is_default, \
-                           version, ready_build, updated_at, updated_by, base";
+                           version, ready_build, updated_at, updated_by, base, preload";
 
 #[derive(sqlx::FromRow)]
 struct BuildRow {
@@ -113,6 +115,8 @@ pub struct Spec<'a> {
     pub allow_sdists: bool,
     /// The environment this one is based on ('' for none).
     pub base: &'a str,
+    /// The modules to preload, separated by spaces (`None`: as stored, or the default).
+    pub preload: Option<&'a str>,
 }
 
 /// Creates (`expected` = None) or updates (`expected` = the version the form showed) an
@@ -128,10 +132,11 @@ pub async fn save(
     let current = get(&mut *tx, name).await?;
     let version = match (current, expected) {
         (Some(row), Some(version)) if row.version == version => {
+            let preload = spec.preload.unwrap_or(&row.preload);
             sqlx::query(
                 "update environment set python_requirements = $1, npm_packages = $2, \
                  allow_sdists = $3, version = version + 1, updated_by = $4, \
-                 updated_at = $5, base = $6 where name = $7",
+                 updated_at = $5, base = $6, preload = $7 where name = $8",
             )
             .bind(spec.python_requirements)
             .bind(spec.npm_packages)
@@ -139,9 +144,14 @@ pub async fn save(
             .bind(actor)
             .bind(clock::now_seconds())
             .bind(spec.base)
+            .bind(preload)
             .bind(name)
             .execute(&mut *tx)
             .await?;
+            // Providers take the new list (they are rebuilt when the generation moves).
+            if preload != row.preload {
+                bump(&mut tx).await?;
+            }
             version + 1
         }
         (Some(row), Some(_)) => return Err(EnvError::Stale(name.to_owned(), row.version)),
@@ -154,7 +164,8 @@ pub async fn save(
             let first = existing == 0;
             sqlx::query(
                 "insert into environment (name, python_requirements, npm_packages, \
-                 allow_sdists, is_default, updated_by, base) values ($1, $2, $3, $4, $5, $6, $7)",
+                 allow_sdists, is_default, updated_by, base, preload) \
+                 values ($1, $2, $3, $4, $5, $6, $7, $8)",
             )
             .bind(name)
             .bind(spec.python_requirements)
@@ -163,6 +174,10 @@ pub async fn save(
             .bind(i64::from(first))
             .bind(actor)
             .bind(spec.base)
+            .bind(
+                spec.preload
+                    .unwrap_or(crate::model::environment::DEFAULT_PRELOAD),
+            )
             .execute(&mut *tx)
             .await?;
             if first {

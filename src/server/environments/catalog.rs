@@ -21,6 +21,8 @@ struct Snapshot {
     default: Option<String>,
     /// Each environment and its ready build's content address, if it has one.
     environments: HashMap<String, Option<String>>,
+    /// Each environment's preloaded modules.
+    preload: HashMap<String, Vec<String>>,
 }
 
 /// The console's environments as providers see them.
@@ -77,8 +79,8 @@ impl StoreCatalog {
     /// Reads every environment and its ready build again.
     pub async fn reload(&self, pool: &AnyPool) -> Result<(), sqlx::Error> {
         let generation = db::generation(pool).await?;
-        let rows: Vec<(String, i64, Option<String>)> = sqlx::query_as(
-            "select e.name, e.is_default, b.spec_hash from environment e \
+        let rows: Vec<(String, i64, Option<String>, String)> = sqlx::query_as(
+            "select e.name, e.is_default, b.spec_hash, e.preload from environment e \
              left join environment_build b on b.id = e.ready_build",
         )
         .fetch_all(pool)
@@ -87,10 +89,12 @@ impl StoreCatalog {
             generation,
             ..Snapshot::default()
         };
-        for (name, is_default, hash) in rows {
+        for (name, is_default, hash, preload) in rows {
             if is_default != 0 {
                 next.default = Some(name.clone());
             }
+            let modules = preload.split_whitespace().map(str::to_owned).collect();
+            next.preload.insert(name.clone(), modules);
             next.environments.insert(name, hash);
         }
         *self.snapshot.write().expect("catalog lock") = next;
@@ -108,10 +112,18 @@ impl Catalog for StoreCatalog {
             if !plain || !environment::is_complete(&dir) {
                 return Err(format!("There is no complete build {build} of '{name}'."));
             }
+            let preload = self
+                .snapshot
+                .read()
+                .expect("catalog lock")
+                .preload
+                .get(name)
+                .cloned();
             return Ok(Resolved::Ready(Mount {
                 name: name.to_owned(),
                 build: build.to_owned(),
                 dir,
+                preload: preload.unwrap_or_default(),
                 lease: self.lease(build),
             }));
         }
@@ -141,6 +153,7 @@ impl Catalog for StoreCatalog {
             return Ok(Resolved::Pending { name });
         }
         Ok(Resolved::Ready(Mount {
+            preload: snapshot.preload.get(&name).cloned().unwrap_or_default(),
             name,
             lease: self.lease(hash),
             build: hash.clone(),

@@ -101,6 +101,7 @@ impl Job {
                         name: self.name.clone(),
                         build: self.hash.clone(),
                         dir: self.store.join(&self.hash),
+                        preload: Vec::new(),
                         lease: Default::default(),
                     };
                     let (python, npm) = build::modules(&mount.dir, &built.lock);

@@ -13,6 +13,7 @@ pub mod network;
 mod owner;
 mod queue;
 mod read;
+mod save;
 pub mod spec;
 mod steps;
 
@@ -230,6 +231,7 @@ impl EnvironmentService {
             npm_packages: model::DEFAULT_NPM,
             allow_sdists: false,
             base: "",
+            preload: None,
         };
         match db::save(&self.pool, model::DEFAULT_NAME, &spec, None, "system").await {
             Ok(_) | Err(EnvError::Exists(_)) => {}
@@ -237,109 +239,6 @@ impl EnvironmentService {
         }
         self.catalog.reload(&self.pool).await?;
         Ok(true)
-    }
-
-    /// Creates (`expected` None) or changes an environment's spec, based on `base` ('' for
-    /// none). Nothing is built here. Returns the new version and the packages (by name) the
-    /// change takes away from the providers that use the environment.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn save(
-        &self,
-        actor: &Actor,
-        name: &str,
-        python: &str,
-        npm: &str,
-        allow_sdists: bool,
-        base: &str,
-        expected: Option<i64>,
-    ) -> Result<(i64, Vec<String>), SaveError> {
-        let mut errors = crate::model::schema::FieldErrors::new();
-        let name = match model::check_name(name) {
-            Ok(name) => name,
-            Err(message) => {
-                errors.insert("name".into(), message);
-                String::new()
-            }
-        };
-        let python = match package_spec::parse_requirements(python) {
-            Ok(lines) => lines.join("\n"),
-            Err(message) => {
-                errors.insert("python_requirements".into(), message);
-                String::new()
-            }
-        };
-        let npm = match package_spec::parse_npm(npm) {
-            Ok(items) => items.join("\n"),
-            Err(message) => {
-                errors.insert("npm_packages".into(), message);
-                String::new()
-            }
-        };
-        let count = python.lines().count() + npm.lines().count();
-        if errors.is_empty() && count > model::MAX_PACKAGES {
-            errors.insert(
-                "python_requirements".into(),
-                format!("List at most {} packages in all.", model::MAX_PACKAGES),
-            );
-        }
-        let base = base.trim();
-        if errors.is_empty() {
-            if let Err(message) = spec::check_base(&self.pool, &name, base).await {
-                errors.insert("base".into(), message);
-            }
-        }
-        if !errors.is_empty() {
-            return Err(SaveError::Invalid(errors));
-        }
-        let before = match db::get(&self.pool, &name).await.map_err(EnvError::from)? {
-            Some(row) => Some(
-                spec::effective(&self.pool, &row)
-                    .await
-                    .map_err(EnvError::from)?,
-            ),
-            None => None,
-        };
-        let spec = db::Spec {
-            python_requirements: &python,
-            npm_packages: &npm,
-            allow_sdists,
-            base,
-        };
-        let version = db::save(&self.pool, &name, &spec, expected, actor.as_str()).await?;
-        let dropped = match (
-            before,
-            db::get(&self.pool, &name).await.map_err(EnvError::from)?,
-        ) {
-            (Some(before), Some(row)) => {
-                let after = spec::effective(&self.pool, &row)
-                    .await
-                    .map_err(EnvError::from)?;
-                spec::dropped(&before, &after)
-            }
-            _ => Vec::new(),
-        };
-        self.audit(
-            actor,
-            &name,
-            if expected.is_some() {
-                "environment_update"
-            } else {
-                "environment_create"
-            },
-            json!({
-                "version": version,
-                "allow_sdists": allow_sdists,
-                "base": base,
-                "dropped": dropped,
-            }),
-        )
-        .await
-        .map_err(EnvError::from)?;
-        self.catalog
-            .reload(&self.pool)
-            .await
-            .map_err(EnvError::from)?;
-        Ok((version, dropped))
     }
 
     async fn audit(

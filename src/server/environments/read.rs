@@ -59,6 +59,7 @@ impl EnvironmentService {
             npm_packages: row.npm_packages,
             allow_sdists: row.allow_sdists,
             base: row.base,
+            preload: row.preload,
             version: row.version,
             is_default: row.is_default,
             updated_at: row.updated_at,

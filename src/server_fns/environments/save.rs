@@ -13,6 +13,7 @@ pub async fn save_environment(
     #[server(default)] npm_packages: String,
     #[server(default)] allow_sdists: Option<String>,
     #[server(default)] base: String,
+    #[server(default)] preload: Option<String>,
     #[server(default)] version: Option<String>,
 ) -> Result<String, AppError> {
     use crate::{
@@ -41,6 +42,7 @@ pub async fn save_environment(
         npm_packages: npm_packages.clone(),
         allow_sdists: allow,
         base: base.trim().to_owned(),
+        preload: preload.clone().unwrap_or_default(),
         version,
     };
     let saved = state
@@ -52,6 +54,7 @@ pub async fn save_environment(
             &npm_packages,
             allow,
             &form.base,
+            preload.as_deref(),
             version,
         )
         .await;

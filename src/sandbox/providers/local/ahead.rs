@@ -130,20 +130,20 @@ fn hold(
     let mount = spec.mount.as_deref();
     // hakoniwa's own deadline is only the outer bound: the run's starts with its job.
     let bound = spec.idle + READY_WITHIN + Duration::from_secs(MAX_TIMEOUT_SECS.into());
-    let prepared = jail::host_folder(config).and_then(|(host, artifacts)| {
-        let mut container = jail::container(
-            config,
-            mount,
-            Some(&artifacts),
-            Language::Python,
-            bound,
-            network,
-            "/workspace",
-        )?;
-        container.file("/workspace/_ahead.py", ahead::BOOT_PY);
-        Ok((host, container))
-    });
-    let (host, container) = match prepared {
+    let prepared =
+        jail::host_folder(config, jail::AHEAD_FOLDER_PREFIX).and_then(|(host, artifacts)| {
+            let container = jail::container(
+                config,
+                mount,
+                Some(&artifacts),
+                Language::Python,
+                bound,
+                network,
+                "/workspace",
+            )?;
+            Ok((Folder(host.keep()), container))
+        });
+    let (mut host, container) = match prepared {
         Ok(prepared) => prepared,
         Err(error) => return tell(ready, Err(error)),
     };
@@ -156,7 +156,8 @@ fn hold(
         network,
         bound,
     );
-    command.args(["-I", "-B", "-u", "_ahead.py"]);
+    // The boot is the program's text, not a file: the run's workspace holds only its own.
+    command.args(["-I", "-B", "-u", "-c", ahead::BOOT_PY]);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => return tell(ready, Err(format!("cannot start the sandbox: {error}"))),
@@ -212,10 +213,12 @@ fn hold(
         }),
     );
     let Ok(order) = next.recv_timeout(spec.idle) else {
-        // Retired or unused: stdin closing ends the boot; the kill makes sure.
+        // Retired or unused: stdin closing ends the boot, and its supervisor exits as after a
+        // run, removing its cgroups (a killed one leaves them). The idle watchdog still kills
+        // a sandbox that would not end.
         drop(stdin);
-        idle_kill.kill();
         let _ = child.wait();
+        let _ = idle_finished.send(Stop::Finished);
         return;
     };
     let _ = idle_finished.send(Stop::Finished);
@@ -238,6 +241,7 @@ fn hold(
     if let Some(count) = &oom {
         count.grant_what_is_used();
     }
+    host.running();
     let flag = format!("{}artifacts", job.marker);
     let sent = ahead::order(&job, &flag, timeout.as_secs() + 1);
     let started = Instant::now();
@@ -261,7 +265,7 @@ fn hold(
             own: false,
         },
         config.max_output_bytes as usize,
-        host.path(),
+        &host.0,
         limits,
     )
     .map(|mut raw| {
@@ -273,6 +277,32 @@ fn hold(
     });
     drop(slot);
     let _ = done.send(result);
+}
+
+/// The sandbox's host folder (its artifacts), named as waiting until its run arrives and as
+/// running after (what counts a local provider's sandboxes counts runs); removed with this.
+struct Folder(std::path::PathBuf);
+
+impl Folder {
+    fn running(&mut self) {
+        let Some(name) = self.0.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            return;
+        };
+        let renamed = self.0.with_file_name(name.replacen(
+            jail::AHEAD_FOLDER_PREFIX,
+            jail::RUN_FOLDER_PREFIX,
+            1,
+        ));
+        if std::fs::rename(&self.0, &renamed).is_ok() {
+            self.0 = renamed;
+        }
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Reads the boot's stdout up to its ready line.

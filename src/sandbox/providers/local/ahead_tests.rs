@@ -177,6 +177,7 @@ fn mount_with_numpy(init: &str) -> (tempfile::TempDir, Mount) {
         name: "test".into(),
         build: "b".into(),
         dir: dir.path().to_owned(),
+        preload: vec!["numpy".into()],
         lease: Lease::default(),
     };
     (dir, mount)
@@ -267,13 +268,13 @@ async fn shutting_the_provider_down_ends_its_sandboxes_started_ahead() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let waiting = super::session_tests::descendants_with("_ahead.py");
+    let waiting = super::session_tests::descendants_with("sandbox-console started-ahead boot");
     assert_eq!(waiting.len(), 2, "two interpreters wait: {waiting:?}");
 
     p.shutdown().await;
 
     let began = Instant::now();
-    while !super::session_tests::descendants_with("_ahead.py").is_empty() {
+    while !super::session_tests::descendants_with("sandbox-console started-ahead boot").is_empty() {
         assert!(
             began.elapsed() < Duration::from_secs(30),
             "the sandboxes started ahead are still there"

@@ -362,13 +362,18 @@ pub fn run(
     .map_err(|e| format!("cannot give the sandbox its network: {e}"))?
 }
 
-/// How a run's private host folder is named, in the run folder.
+/// How a run's private host folder is named, in the run folder: one per sandbox running a
+/// program.
 pub const RUN_FOLDER_PREFIX: &str = "sandbox-console-run-";
+/// How a sandbox started ahead names its folder while it waits (renamed with the run prefix
+/// when its run arrives).
+pub const AHEAD_FOLDER_PREFIX: &str = "sandbox-console-ahead-";
 
 /// A run's private host folder in the run folder, and its artifacts folder in it (the only
 /// part of a run that lives on the host; deleted with the folder after the run).
 pub(super) fn host_folder(
     config: &LocalConfig,
+    prefix: &str,
 ) -> Result<(tempfile::TempDir, std::path::PathBuf), String> {
     let run_dir = if config.run_dir.as_os_str().is_empty() {
         std::env::temp_dir()
@@ -378,7 +383,7 @@ pub(super) fn host_folder(
     std::fs::create_dir_all(&run_dir)
         .map_err(|e| format!("cannot create the run folder {}: {e}", run_dir.display()))?;
     let host = tempfile::Builder::new()
-        .prefix(RUN_FOLDER_PREFIX)
+        .prefix(prefix)
         .tempdir_in(&run_dir)
         .map_err(|e| format!("cannot create the artifacts folder: {e}"))?;
     let artifacts_dir = host.path().join(runner::ARTIFACT_DIR);
@@ -397,7 +402,7 @@ fn run_in(
     watch: Watch,
     network: Option<&NetworkFiles>,
 ) -> Result<RawRun, String> {
-    let (host, artifacts_dir) = host_folder(config)?;
+    let (host, artifacts_dir) = host_folder(config, RUN_FOLDER_PREFIX)?;
     let mut container = container(
         config,
         mount,
