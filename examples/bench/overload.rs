@@ -128,7 +128,8 @@ pub async fn section(
         calls.push(tokio::spawn(async move { call(&client, &url, &key).await }));
     }
     let offered_for = offered_from.elapsed().as_secs_f64();
-    let (mut admitted, mut refused, mut other, mut no_retry) = (Vec::new(), Vec::new(), 0, 0);
+    let (mut admitted, mut refused, mut no_retry) = (Vec::new(), Vec::new(), 0);
+    let mut other = std::collections::BTreeMap::<u16, usize>::new();
     for handle in calls {
         let (status, retry, ms) = handle.await?;
         match status {
@@ -137,7 +138,7 @@ pub async fn section(
                 refused.push(ms);
                 no_retry += usize::from(!retry);
             }
-            _ => other += 1,
+            status => *other.entry(status).or_default() += 1,
         }
     }
     watching.store(false, std::sync::atomic::Ordering::Relaxed);
@@ -167,10 +168,22 @@ pub async fn section(
         "| 429 without `Retry-After` | {no_retry} | 0 ({}) |",
         goal(no_retry == 0)
     )?;
+    let others: Vec<String> = other
+        .iter()
+        .map(|(status, n)| match status {
+            0 => format!("{n} without an answer"),
+            status => format!("{n} × HTTP {status}"),
+        })
+        .collect();
     writeln!(
         out,
-        "| other answers (errors, timeouts) | {other} | 0 ({}) |",
-        goal(other == 0)
+        "| other answers | {} | none ({}) |",
+        if others.is_empty() {
+            "none".to_owned()
+        } else {
+            others.join(", ")
+        },
+        goal(other.is_empty())
     )?;
     writeln!(out, "| most runs in line for a slot at once (sampled every 5 ms) | {most_waiting} | none stays: the queue wait is 0 |")?;
     writeln!(
