@@ -21,7 +21,7 @@ use sandbox_console::{
 };
 use serde_json::{json, Map, Value};
 
-use super::{chart::Series, docker_settings, stats, DOCKER_IMAGE};
+use super::{chart::Series, docker_settings, goal, stats, DOCKER_IMAGE};
 
 /// Each call's time in ms, `warm` unmeasured calls first, `pause` between calls (not timed).
 async fn timed<F, Fut>(
@@ -206,14 +206,6 @@ async fn create_start(runtime: &str, times: usize) -> anyhow::Result<f64> {
 
 fn ratio(a: (f64, f64), floor: (f64, f64)) -> f64 {
     a.0 / floor.0
-}
-
-fn goal(met: bool) -> &'static str {
-    if met {
-        "met"
-    } else {
-        "not met"
-    }
 }
 
 /// The section of the report, and the latency distributions it measured.

@@ -27,7 +27,6 @@ use sandbox_console::{
     model::{
         environment::BuildStatus,
         execution::{ExecRequest, ExecStatus, Language},
-        settings::SaveOutcome,
     },
     sandbox::{providers, Error},
     server::{
@@ -35,12 +34,20 @@ use sandbox_console::{
         db::{
             api_key,
             execution::{Actor, Caller, Source},
-            system_setting::Expected,
         },
         startup::Application,
     },
 };
 use serde_json::{json, Map, Value};
+
+/// How a goal's row ends: whether the measure met it.
+fn goal(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "not met"
+    }
+}
 
 /// The product's providers plus the bench's own: `noop` and `held` (fixed.rs).
 fn bench_registry() -> sandbox_console::sandbox::registry::Registry {
@@ -355,24 +362,7 @@ async fn main() -> anyhow::Result<()> {
     let body = json!({"language": "python", "code": python.code});
     let activate_with = |kind: &'static str, values: Map<String, Value>| {
         let state = state.clone();
-        async move {
-            let saved = state
-                .sandbox
-                .save(
-                    &Actor::admin("bench"),
-                    kind,
-                    values,
-                    Expected::Any,
-                    true,
-                    sandbox_console::server::sandbox::Gate::Anyway,
-                )
-                .await?;
-            anyhow::ensure!(
-                matches!(saved, SaveOutcome::Saved { active: true, .. }),
-                "{saved:?}"
-            );
-            Ok::<_, anyhow::Error>(())
-        }
+        async move { ahead::activate(&state, kind, values).await }
     };
     let activate = |kind: &'static str| activate_with(kind, Map::new());
     let in_process = |request: ExecRequest| {

@@ -8,7 +8,7 @@ use std::{fmt::Write as _, time::Duration, time::Instant};
 use sandbox_console::server::state::AppState;
 use serde_json::json;
 
-use super::{ahead::activate, resources::rss_kib};
+use super::{ahead::activate, goal, resources::rss_kib};
 
 /// The `q` quantile (0..1) of `samples`, nearest rank.
 fn quantile(samples: &[f64], q: f64) -> f64 {
@@ -40,14 +40,6 @@ async fn call(client: &reqwest::Client, url: &str, key: &str) -> (u16, bool, f64
         retry_after,
         started.elapsed().as_secs_f64() * 1000.0,
     )
-}
-
-fn goal(met: bool) -> &'static str {
-    if met {
-        "met"
-    } else {
-        "not met"
-    }
 }
 
 /// The section of the report.

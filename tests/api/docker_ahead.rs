@@ -15,12 +15,8 @@ use crate::{
     wait::wait_until,
 };
 
-/// Waits until the pool has an interpreter started ahead, then runs `code` there.
-async fn run_ahead(
-    provider: &dyn SandboxProvider,
-    code: &str,
-    timeout_secs: Option<u32>,
-) -> ExecutionResult {
+/// Waits until the pool has an interpreter started ahead.
+async fn ready(provider: &dyn SandboxProvider) {
     wait_until("an interpreter started ahead", || async {
         provider
             .pool_state()
@@ -28,6 +24,15 @@ async fn run_ahead(
             .is_some_and(|a| a.ready >= 1)
     })
     .await;
+}
+
+/// Waits until the pool has an interpreter started ahead, then runs `code` there.
+async fn run_ahead(
+    provider: &dyn SandboxProvider,
+    code: &str,
+    timeout_secs: Option<u32>,
+) -> ExecutionResult {
+    ready(provider).await;
     let request = ExecRequest {
         language: Language::Python,
         code: code.into(),
@@ -107,13 +112,7 @@ async fn the_deadline_starts_when_the_program_arrives_and_limits_hold() {
     for runtime in RUNTIMES {
         let provider = provider(runtime, json!({ "pool_size": 1, "timeout_secs": 3 }));
         provider.warm_up();
-        wait_until("an interpreter started ahead", || async {
-            provider
-                .pool_state()
-                .and_then(|p| p.ahead)
-                .is_some_and(|a| a.ready >= 1)
-        })
-        .await;
+        ready(provider.as_ref()).await;
         // It has waited longer than a run may take; its run still has its whole time.
         tokio::time::sleep(Duration::from_millis(3500)).await;
 

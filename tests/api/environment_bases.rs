@@ -11,7 +11,8 @@ use crate::{
     package_index::PackageIndex,
 };
 
-async fn console(index: &PackageIndex) -> TestApp {
+/// A console whose environment builds use the test's own package index, signed in.
+pub async fn console(index: &PackageIndex) -> TestApp {
     let (pip, npm) = (index.pip_url(), index.npm_url());
     let app = spawn_app_with(move |config| {
         config.package_index = Some(pip);
@@ -30,7 +31,8 @@ async fn save(app: &TestApp, form: &[(&str, &str)]) -> Value {
     serde_json::from_str(&body).unwrap()
 }
 
-async fn local_environment(app: &TestApp, name: &str) -> Value {
+/// Makes the local provider run in environment `name`, active.
+pub async fn local_environment(app: &TestApp, name: &str) -> Value {
     let card = app.call_ok("sandbox_settings", &[]).await["providers"][0].clone();
     let version = card["version"].as_i64().unwrap_or(0).to_string();
     app.call_ok(

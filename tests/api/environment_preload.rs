@@ -7,38 +7,12 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::{
+    environment_bases::{console, local_environment},
     environments::built,
-    helpers::{spawn_app_with, TestApp},
+    helpers::TestApp,
     package_index::PackageIndex,
     wait::PATIENCE,
 };
-
-async fn console(index: &PackageIndex) -> TestApp {
-    let (pip, npm) = (index.pip_url(), index.npm_url());
-    let app = spawn_app_with(move |config| {
-        config.package_index = Some(pip);
-        config.npm_registry = Some(npm);
-    })
-    .await;
-    app.login().await;
-    app
-}
-
-/// Makes the local provider run in environment `name`.
-async fn use_environment(app: &TestApp, name: &str) {
-    let card = app.call_ok("sandbox_settings", &[]).await["providers"][0].clone();
-    let version = card["version"].as_i64().unwrap_or(0).to_string();
-    app.call_ok(
-        "save_sandbox_settings",
-        &[
-            ("kind", "local"),
-            ("expected_version", &version),
-            ("values[environment]", name),
-            ("make_active", "on"),
-        ],
-    )
-    .await;
-}
 
 /// What the program saw already imported before it ran, from a run in a sandbox started
 /// ahead: a cold run sees neither module (runs until one finds a sandbox ready: the pool
@@ -107,7 +81,7 @@ async fn the_preload_setting_reaches_sandboxes_started_ahead_and_a_change_replac
     .await;
     let page = built(&app, "pre").await;
     assert_eq!(page["environment"]["preload"], "tinypkg decimal", "{page}");
-    use_environment(&app, "pre").await;
+    local_environment(&app, "pre").await;
     let key = app.api_key("preload", &["execute"]).await;
 
     let before = preloaded_in_a_run(&app, &key).await;

@@ -339,12 +339,17 @@ impl Pool {
     }
 
     /// Starts the interpreter of a container about to be parked ahead of its run, when the
-    /// provider starts interpreters ahead (Python). A container whose interpreter cannot be
-    /// started is parked as it is: its run starts the interpreter itself.
+    /// provider starts interpreters ahead (Python) and no run waits for a container: a run
+    /// that waits gets the container now and starts its interpreter itself, rather than
+    /// waiting for the preload too. A container whose interpreter cannot be started is parked
+    /// as it is.
     async fn start_ahead(&self, shared: &Shared, docker: &bollard::Docker, id: &str) {
         let Some(preload) = shared.preload_for(self.language) else {
             return;
         };
+        if self.waiting() > 0 {
+            return;
+        }
         match ahead::start(docker, id, preload).await {
             Ok(started) => {
                 *self.ahead_problem.lock().expect("ahead lock") = started.readiness.problem();
