@@ -275,6 +275,9 @@ fn hold(
         raw.egress = session.map(|s| s.finish());
         raw
     });
+    // The run's folder goes before its slot, as a cold run's does: a run that takes the slot
+    // next never sees more sandboxes running than there are slots.
+    drop(host);
     drop(slot);
     let _ = done.send(result);
 }
