@@ -21,32 +21,7 @@ use sandbox_console::{
 };
 use serde_json::{json, Map, Value};
 
-use super::{chart::Series, docker_settings, goal, stats, DOCKER_IMAGE};
-
-/// Each call's time in ms, `warm` unmeasured calls first, `pause` between calls (not timed).
-async fn timed<F, Fut>(
-    runs: usize,
-    warm: usize,
-    pause: Duration,
-    mut f: F,
-) -> anyhow::Result<Vec<f64>>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<()>>,
-{
-    let mut samples = Vec::with_capacity(runs);
-    for i in 0..runs + warm {
-        if !pause.is_zero() {
-            tokio::time::sleep(pause).await;
-        }
-        let started = Instant::now();
-        f().await?;
-        if i >= warm {
-            samples.push(started.elapsed().as_secs_f64() * 1000.0);
-        }
-    }
-    Ok(samples)
-}
+use super::{chart::Series, docker_settings, goal, stats, timed, DOCKER_IMAGE};
 
 /// What the section needs from the rest of the bench.
 pub struct Floors {

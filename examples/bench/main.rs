@@ -136,8 +136,22 @@ async fn measure_spaced<F, Fut>(
     runs: usize,
     warm: usize,
     pause: std::time::Duration,
-    mut f: F,
+    f: F,
 ) -> anyhow::Result<(f64, f64)>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    Ok(stats(timed(runs, warm, pause, f).await?))
+}
+
+/// Each call's time in ms, `warm` unmeasured calls first, `pause` between calls (not timed).
+async fn timed<F, Fut>(
+    runs: usize,
+    warm: usize,
+    pause: std::time::Duration,
+    mut f: F,
+) -> anyhow::Result<Vec<f64>>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<()>>,
@@ -153,7 +167,7 @@ where
             samples.push(started.elapsed().as_secs_f64() * 1000.0);
         }
     }
-    Ok(stats(samples))
+    Ok(samples)
 }
 
 /// The docker floor: `python3 -c pass` exec'd with bollard into one warm container (runtime
