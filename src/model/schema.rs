@@ -24,6 +24,8 @@ pub enum FieldKind {
     String,
     /// Encrypted at rest and never sent to the browser.
     Secret,
+    /// A secret written on several lines (a PEM private key): kept as a [`FieldKind::Secret`] is.
+    SecretText,
     Integer {
         min: Option<i64>,
         max: Option<i64>,
@@ -34,6 +36,13 @@ pub enum FieldKind {
     },
     Multiline,
     Json,
+}
+
+impl FieldKind {
+    /// A secret: encrypted at rest, never sent to the browser, kept when left blank.
+    pub fn is_secret(&self) -> bool {
+        matches!(self, FieldKind::Secret | FieldKind::SecretText)
+    }
 }
 
 /// Which section of the form a field belongs to.
@@ -317,7 +326,9 @@ fn is_blank(value: &Value) -> bool {
 fn check(field: &FieldSpec, value: &Value) -> Result<Value, String> {
     match &field.kind {
         FieldKind::String => text(value).map(|s| Value::String(s.trim().to_owned())),
-        FieldKind::Secret | FieldKind::Multiline => text(value).map(Value::String),
+        FieldKind::Secret | FieldKind::SecretText | FieldKind::Multiline => {
+            text(value).map(Value::String)
+        }
         FieldKind::Integer { min, max } => {
             let number = match value {
                 Value::Number(n) => n.as_i64(),

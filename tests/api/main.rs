@@ -54,5 +54,6 @@ mod self_managed_provider;
 mod sessions;
 mod setting_versions;
 mod settings_audit;
+mod ssh_provider;
 mod system_setting;
 mod wait;

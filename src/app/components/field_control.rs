@@ -55,6 +55,15 @@ pub fn FieldControl(
             }
             .into_any()
         }
+        FieldKind::SecretText => {
+            // Never filled in: a stored key stays unless a new one is pasted.
+            let hint = if secret_set { td_string!(i18n.get_locale_untracked(), settings.field.secret_set).to_string() } else { placeholder };
+            view! {
+                <textarea id=id.clone() name=name rows="6" class="mono" placeholder=hint autocomplete="off" spellcheck="false"
+                    required=field.required && !secret_set disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus></textarea>
+            }
+            .into_any()
+        }
         FieldKind::Integer { min, max } => view! {
             <input id=id.clone() name=name type="number" step="1" value=text placeholder=placeholder
                 min=min.map(|m| m.to_string()) max=max.map(|m| m.to_string())
@@ -95,15 +104,14 @@ pub fn FieldControl(
         }
         .into_any(),
     };
-    let keep_note = (field.kind == FieldKind::Secret && secret_set && !destinations.is_empty())
-        .then(|| {
-            td_string!(
-                locale,
-                settings.field.secret_destination,
-                fields = destinations.join(" / ")
-            )
-            .to_string()
-        });
+    let keep_note = (field.kind.is_secret() && secret_set && !destinations.is_empty()).then(|| {
+        td_string!(
+            locale,
+            settings.field.secret_destination,
+            fields = destinations.join(" / ")
+        )
+        .to_string()
+    });
     let hint = match &field.kind {
         FieldKind::Integer {
             min: Some(min),

@@ -5,7 +5,7 @@ use crate::{
     app::components::field_control::FieldControl,
     i18n::{t, use_i18n},
     model::{
-        schema::{FieldErrors, FieldGroup, FieldKind, FORM_ERROR},
+        schema::{FieldErrors, FieldGroup, FORM_ERROR},
         settings::ProviderCard,
     },
 };
@@ -40,11 +40,7 @@ pub fn ProviderForm(
         .destinations()
         .map(|f| f.label.clone())
         .collect();
-    let has_secrets = card
-        .schema
-        .fields
-        .iter()
-        .any(|f| f.kind == FieldKind::Secret);
+    let has_secrets = card.schema.fields.iter().any(|f| f.kind.is_secret());
     let first_error = card
         .schema
         .fields

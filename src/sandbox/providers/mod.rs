@@ -8,6 +8,7 @@ mod fields;
 mod http;
 pub mod local;
 pub mod self_managed;
+pub mod ssh;
 
 use crate::sandbox::registry::Registry;
 
@@ -17,6 +18,7 @@ pub fn registry() -> Registry {
         .register(local::kind())
         .register(docker::kind())
         .register(self_managed::kind())
+        .register(ssh::kind())
         .register(aliyun_codeinterpreter::kind())
         .register(e2b::kind())
 }

@@ -327,6 +327,17 @@ pub fn select_artifacts(
     (artifacts, skipped)
 }
 
+/// The names [`select_artifacts`] would read from `files`, for providers that fetch them
+/// asynchronously before selecting (the same rules, one place).
+pub fn wanted_artifacts(files: &[ArtifactFile], limits: ArtifactLimits) -> Vec<String> {
+    let mut wanted = Vec::new();
+    select_artifacts(files.to_vec(), limits, |name| {
+        wanted.push(name.to_owned());
+        Ok(vec![0])
+    });
+    wanted
+}
+
 /// Reads the artifacts a run left in `workspace/artifacts` (symlinks and non-regular files
 /// are skipped).
 pub fn collect_artifacts(workspace: &Path, limits: ArtifactLimits) -> (Vec<Artifact>, Vec<String>) {

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::SandboxService;
 use crate::{
-    model::schema::{FieldErrors, FieldKind},
+    model::schema::FieldErrors,
     server::{
         db::system_setting::SettingError,
         secrets::{SecretBox, SecretError},
@@ -44,7 +44,7 @@ impl SandboxService {
             schema
                 .fields
                 .into_iter()
-                .filter(|f| f.kind == FieldKind::Secret)
+                .filter(|f| f.kind.is_secret())
                 .map(|f| f.key)
                 .collect()
         })
@@ -138,7 +138,7 @@ impl SandboxService {
             .map(|field| field.label.as_str())
             .collect();
         let mut errors = FieldErrors::new();
-        for field in schema.fields.iter().filter(|f| f.kind == FieldKind::Secret) {
+        for field in schema.fields.iter().filter(|f| f.kind.is_secret()) {
             let blank = values
                 .get(&field.key)
                 .is_none_or(|v| v.as_str().is_some_and(|s| s.is_empty()));

@@ -9,7 +9,7 @@ use sqlx::{AnyExecutor, AnyPool};
 use super::{secrets::NotMerged, SandboxService};
 use crate::{
     model::{
-        schema::{FieldErrors, FieldKind, FORM_ERROR},
+        schema::{FieldErrors, FORM_ERROR},
         settings::{ProviderCard, SandboxSettings, SaveOutcome, SettingVersion, ValueChange},
     },
     sandbox::Error as SandboxError,
@@ -261,7 +261,7 @@ impl SandboxService {
                         .iter()
                         .filter(|f| before.get(&f.key) != after.get(&f.key))
                         .map(|f| {
-                            let secret = f.kind == FieldKind::Secret;
+                            let secret = f.kind.is_secret();
                             let shown = |v: Option<&Value>| match v {
                                 _ if secret => None,
                                 None | Some(Value::Null) => None,

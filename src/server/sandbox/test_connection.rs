@@ -12,7 +12,7 @@ use super::{
 use crate::{
     model::{
         execution::{ExecRequest, ExecStatus, Language},
-        schema::{FieldErrors, FieldKind},
+        schema::FieldErrors,
         settings::ConnectionReport,
     },
     sandbox::Error as SandboxError,
@@ -173,7 +173,7 @@ impl SandboxService {
         };
         let parts: Vec<String> = schema
             .destinations()
-            .filter(|f| f.kind != FieldKind::Secret)
+            .filter(|f| !f.kind.is_secret())
             .filter_map(|f| {
                 let value = f.normalized(values.get(&f.key))?;
                 let text = match value {

@@ -103,7 +103,10 @@ pub fn ragflow_schema(schema: &ConfigSchema) -> Value {
     for field in &schema.fields {
         let mut spec = Map::new();
         let kind = match &field.kind {
-            FieldKind::String | FieldKind::Multiline | FieldKind::Secret => "string",
+            FieldKind::String
+            | FieldKind::Multiline
+            | FieldKind::Secret
+            | FieldKind::SecretText => "string",
             FieldKind::Select { .. } => "string",
             FieldKind::Integer { .. } => "integer",
             FieldKind::Boolean => "boolean",
@@ -130,6 +133,10 @@ pub fn ragflow_schema(schema: &ConfigSchema) -> Value {
             }
             FieldKind::Secret => {
                 spec.insert("secret".into(), json!(true));
+            }
+            FieldKind::SecretText => {
+                spec.insert("secret".into(), json!(true));
+                spec.insert("multiline".into(), json!(true));
             }
             FieldKind::Select { options } => {
                 let values: Vec<_> = options.iter().map(|o| o.value.clone()).collect();
