@@ -91,6 +91,11 @@ pub struct FieldSpec {
     /// host). A stored secret is reused only while every such field keeps its stored value.
     #[serde(default)]
     pub destination: bool,
+    /// One of alternatives the form offers as tabs (the ssh provider's sign-in: `password`
+    /// or `private_key`): fields with a choice that follow each other form one set, and only
+    /// the chosen tab's fields show. Every field is still posted.
+    #[serde(default)]
+    pub choice: Option<String>,
 }
 
 impl FieldSpec {
@@ -109,11 +114,18 @@ impl FieldSpec {
             env: None,
             aliases: Vec::new(),
             destination: false,
+            choice: None,
         }
     }
 
     pub fn alias(mut self, name: &str) -> Self {
         self.aliases.push(name.into());
+        self
+    }
+
+    /// Puts the field under the tab `option` of a set of alternatives (see `choice`).
+    pub fn choice(mut self, option: &str) -> Self {
+        self.choice = Some(option.into());
         self
     }
 

@@ -1,5 +1,6 @@
 //! Reusable UI pieces.
 
+pub mod choice_tabs;
 pub mod confirm;
 pub mod connection_report;
 pub mod error_view;

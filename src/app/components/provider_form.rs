@@ -1,11 +1,13 @@
 use leptos::prelude::*;
 use serde_json::{Map, Value};
 
+use super::choice_tabs::{choice_tabs, chosen_tab};
+
 use crate::{
     app::components::field_control::FieldControl,
     i18n::{t, use_i18n},
     model::{
-        schema::{FieldErrors, FieldGroup, FORM_ERROR},
+        schema::{FieldErrors, FieldGroup, FieldSpec, FORM_ERROR},
         settings::ProviderCard,
     },
 };
@@ -61,17 +63,28 @@ pub fn ProviderForm(
             .cloned()
             .collect();
         (!fields.is_empty()).then(|| {
-            let controls = fields
-                .into_iter()
-                .map(|field| {
-                    let value = values.get(&field.key).cloned();
-                    let secret_set = card.secrets_set.contains(&field.key);
-                    let error = errors.get(&field.key).cloned();
-                    let destinations = destinations.clone();
-                    let focus = first_error.as_deref() == Some(field.key.as_str());
-                    view! { <FieldControl field value secret_set error destinations focus/> }
-                })
-                .collect_view();
+            let control = |field: FieldSpec| {
+                let value = values.get(&field.key).cloned();
+                let secret_set = card.secrets_set.contains(&field.key);
+                let error = errors.get(&field.key).cloned();
+                let destinations = destinations.clone();
+                let focus = first_error.as_deref() == Some(field.key.as_str());
+                view! { <FieldControl field value secret_set error destinations focus/> }
+            };
+            let mut controls = Vec::new();
+            let mut fields = fields.into_iter().peekable();
+            while let Some(field) = fields.next() {
+                if field.choice.is_none() {
+                    controls.push(control(field).into_any());
+                    continue;
+                }
+                let mut set = vec![field];
+                while let Some(next) = fields.next_if(|f| f.choice.is_some()) {
+                    set.push(next);
+                }
+                let chosen = chosen_tab(&set, &card.secrets_set, &values, &errors);
+                controls.push(choice_tabs(set, chosen, &control).into_any());
+            }
             view! {
                 <details class="section" open>
                     <summary>{match group {

@@ -136,12 +136,33 @@ mod tests {
 
         assert_eq!(
             line,
-            "cd '/tmp/it'\"'\"'s' && echo $$ > _pid && ulimit -d 262144 && exec timeout -s KILL 35 '/opt/py 3/python' -I _runner.py"
+            "cd \"/tmp/it's\" && echo $$ > _pid && ulimit -d 262144 && exec timeout -s KILL 35 '/opt/py 3/python' -I _runner.py"
         );
         let js = Job {
             language: Language::Javascript,
             ..job
         };
         assert!(!run_line("/tmp/x", "node", &js, 30, 256).contains("ulimit"));
+    }
+
+    #[test]
+    fn a_quoted_word_reaches_the_shell_as_it_was() {
+        for word in [
+            "plain",
+            "it's",
+            "a b",
+            "$(touch x)",
+            "`x`",
+            "\\n\"q\"",
+            "-rf",
+        ] {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", quote(word)))
+                .output()
+                .unwrap();
+
+            assert_eq!(String::from_utf8_lossy(&out.stdout), word);
+        }
     }
 }

@@ -102,8 +102,8 @@ pub fn schema() -> ConfigSchema {
                 .destination()
                 .required(),
             deployment(FieldSpec::new("password", FieldKind::Secret, "Password"))
-                .describe("Sign in with a password, or with a private key below.")
-                .placeholder("password or private key"),
+                .describe("The account's password, sent to this host only.")
+                .choice("password"),
             deployment(FieldSpec::new(
                 "private_key",
                 FieldKind::SecretText,
@@ -113,13 +113,15 @@ pub fn schema() -> ConfigSchema {
                 "An OpenSSH, PKCS#8 or PEM (RSA) private key: Ed25519, ECDSA or RSA. Tried \
                      before the password when both are set.",
             )
-            .placeholder("-----BEGIN OPENSSH PRIVATE KEY-----"),
+            .placeholder("-----BEGIN OPENSSH PRIVATE KEY-----")
+            .choice("private_key"),
             deployment(FieldSpec::new(
                 "passphrase",
                 FieldKind::Secret,
                 "Key passphrase",
             ))
-            .describe("Only when the private key is encrypted."),
+            .describe("Only when the private key is encrypted.")
+            .choice("private_key"),
             deployment(FieldSpec::new(
                 "known_hosts",
                 FieldKind::Multiline,
