@@ -56,4 +56,5 @@ mod setting_versions;
 mod settings_audit;
 mod ssh_provider;
 mod system_setting;
+mod ucloud_provider;
 mod wait;

@@ -9,6 +9,7 @@ mod http;
 pub mod local;
 pub mod self_managed;
 pub mod ssh;
+pub mod ucloud_agent_sandbox;
 
 use crate::sandbox::registry::Registry;
 
@@ -21,6 +22,7 @@ pub fn registry() -> Registry {
         .register(ssh::kind())
         .register(aliyun_codeinterpreter::kind())
         .register(e2b::kind())
+        .register(ucloud_agent_sandbox::kind())
 }
 
 #[cfg(test)]

@@ -6,14 +6,16 @@ use crate::sandbox::Error;
 
 #[derive(Debug, thiserror::Error)]
 pub(super) enum E2bError {
-    #[error("E2B answered {what} with HTTP {status}: {excerpt}")]
+    #[error("{service} answered {what} with HTTP {status}: {excerpt}")]
     Api {
+        service: &'static str,
         what: String,
         status: u16,
         excerpt: String,
     },
-    #[error("E2B's answer to {what} is not a sandbox: {excerpt}")]
+    #[error("{service}'s answer to {what} is not a sandbox: {excerpt}")]
     NotASandbox {
+        service: &'static str,
         what: String,
         excerpt: String,
         source: serde_json::Error,

@@ -3,6 +3,7 @@
 //! newline-delimited JSON back, `DELETE /sandboxes/{id}` removes it. See README.md here.
 
 mod config;
+pub mod control;
 mod error;
 mod stream;
 
@@ -14,7 +15,6 @@ use std::{
 
 use async_trait::async_trait;
 use reqwest::StatusCode;
-use serde::Deserialize;
 use serde_json::{json, Map};
 use url::Url;
 
@@ -37,6 +37,7 @@ use crate::{
         Error, Instance, SandboxProvider,
     },
 };
+use control::ControlPlane;
 use stream::Collected;
 
 pub const KIND: &str = "e2b";
@@ -80,25 +81,13 @@ struct Session {
 #[derive(Debug)]
 pub struct E2bProvider {
     config: E2bConfig,
-    api: Url,
+    control: ControlPlane,
     /// The one URL of every sandbox, when overridden (routed by headers).
     sandbox_url: Option<Url>,
-    client: reqwest::Client,
     /// For /execute: no overall timeout, the run's own deadline applies while streaming.
     stream_client: reqwest::Client,
     sessions: Mutex<HashMap<String, Session>>,
     info: ProviderInfo,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CreatedSandbox {
-    #[serde(rename = "sandboxID")]
-    sandbox_id: String,
-    #[serde(default)]
-    envd_access_token: Option<String>,
-    #[serde(default)]
-    domain: Option<String>,
 }
 
 impl E2bProvider {
@@ -118,12 +107,14 @@ impl E2bProvider {
             ),
         };
         Ok(E2bProvider {
-            client: http::client(
+            control: ControlPlane::new(
                 KIND,
+                "E2B",
+                api,
+                &config.api_key,
                 Duration::from_secs(config.request_timeout_secs.into()),
             )?,
             stream_client: http::client(KIND, Duration::from_secs(24 * 3600))?,
-            api,
             sandbox_url,
             config,
             sessions: Mutex::new(HashMap::new()),
@@ -131,50 +122,10 @@ impl E2bProvider {
         })
     }
 
-    fn request_timeout(&self) -> Duration {
-        Duration::from_secs(self.config.request_timeout_secs.into())
-    }
-
     fn limits(&self) -> ArtifactLimits {
         ArtifactLimits {
             max_count: self.config.max_artifacts as usize,
             max_bytes: self.config.max_artifact_bytes,
-        }
-    }
-
-    fn api_call(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        self.client
-            .request(method, http::join(&self.api, path))
-            .header("X-API-Key", self.config.api_key.trim())
-    }
-
-    /// Reads a control-plane answer; 401/403 are the key's fault, other failures say what
-    /// E2B answered (its `{code, message}` body, shortened).
-    async fn answer(&self, what: &str, response: reqwest::Response) -> Result<Vec<u8>, Error> {
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| http::transport(what, &e, self.request_timeout()))?;
-        match status {
-            s if s.is_success() => Ok(body.to_vec()),
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-                Err(Error::Unauthenticated(format!(
-                    "E2B refused the API key ({what}: HTTP {}): {}",
-                    status.as_u16(),
-                    http::described(&body)
-                )))
-            }
-            StatusCode::TOO_MANY_REQUESTS => Err(Error::PoolBusy {
-                retry_after: http::retry_after(&headers).unwrap_or(Duration::from_secs(5)),
-            }),
-            _ => Err(E2bError::Api {
-                what: what.to_owned(),
-                status: status.as_u16(),
-                excerpt: http::described(&body),
-            }
-            .into()),
         }
     }
 
@@ -201,16 +152,7 @@ impl E2bProvider {
             .lock()
             .expect("sessions lock")
             .remove(sandbox_id);
-        let what = format!("DELETE /sandboxes/{sandbox_id}");
-        let response = self
-            .api_call(reqwest::Method::DELETE, &format!("sandboxes/{sandbox_id}"))
-            .send()
-            .await
-            .map_err(|e| http::transport(&what, &e, self.request_timeout()))?;
-        if response.status() == StatusCode::NOT_FOUND {
-            return Ok(()); // Already gone (its timeout passed): nothing is left to remove.
-        }
-        self.answer(&what, response).await.map(drop)
+        self.control.delete(sandbox_id).await
     }
 }
 
@@ -227,22 +169,21 @@ impl SandboxProvider for E2bProvider {
     async fn health(&self) -> HealthReport {
         let started = Instant::now();
         let mut details = Map::new();
-        details.insert("api".into(), json!(self.api.as_str()));
+        details.insert("api".into(), json!(self.control.api.as_str()));
         details.insert("template".into(), json!(self.config.template));
         let checked = async {
-            let response = self
-                .api_call(reqwest::Method::GET, "health")
-                .send()
-                .await
-                .map_err(|e| http::transport("GET /health", &e, self.request_timeout()))?;
-            self.answer("GET /health", response).await?;
+            let control = &self.control;
+            control
+                .send("GET /health", control.call(reqwest::Method::GET, "health"))
+                .await?;
             // /health says E2B is up; listing sandboxes says the key is good.
-            let response = self
-                .api_call(reqwest::Method::GET, "v2/sandboxes?limit=1")
-                .send()
+            control
+                .send(
+                    "GET /v2/sandboxes",
+                    control.call(reqwest::Method::GET, "v2/sandboxes?limit=1"),
+                )
                 .await
-                .map_err(|e| http::transport("GET /v2/sandboxes", &e, self.request_timeout()))?;
-            self.answer("GET /v2/sandboxes", response).await.map(drop)
+                .map(drop)
         }
         .await;
         details.insert(
@@ -252,7 +193,7 @@ impl SandboxProvider for E2bProvider {
         match checked {
             Ok(()) => HealthReport {
                 healthy: true,
-                message: format!("E2B at {} is up and accepts the API key.", self.api),
+                message: format!("E2B at {} is up and accepts the API key.", self.control.api),
                 details,
             },
             Err(error) => HealthReport {
@@ -274,25 +215,11 @@ impl SandboxProvider for E2bProvider {
             "allow_internet_access": false,
             "metadata": { "created_by": "sandbox-console" },
         });
-        let what = "POST /sandboxes";
-        let response = self
-            .api_call(reqwest::Method::POST, "sandboxes")
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| http::transport(what, &e, self.request_timeout()))?;
-        let bytes = self.answer(what, response).await?;
-        let created: CreatedSandbox =
-            serde_json::from_slice(&bytes).map_err(|source| E2bError::NotASandbox {
-                what: what.to_owned(),
-                excerpt: http::described(&bytes),
-                source,
-            })?;
+        let created = self.control.create(&body).await?;
         let session = Session {
-            access_token: created.envd_access_token.filter(|t| !t.is_empty()),
+            access_token: created.access_token,
             domain: created
                 .domain
-                .filter(|d| !d.is_empty())
                 .unwrap_or_else(|| self.config.domain.trim().to_owned()),
         };
         self.sessions

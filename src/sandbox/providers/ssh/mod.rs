@@ -104,8 +104,10 @@ impl SshProvider {
                         .trim()
                         .to_owned();
                     details.insert(format!("{name}_version"), json!(version));
-                    if name != "timeout" {
-                        found.push(version);
+                    match name {
+                        "node" => found.push(format!("Node.js {version}")),
+                        "python" => found.push(version),
+                        _ => {}
                     }
                 }
                 Ok(short) => missing.push(format!(
