@@ -56,5 +56,6 @@ mod setting_versions;
 mod settings_audit;
 mod ssh_provider;
 mod system_setting;
+mod tenki_provider;
 mod ucloud_provider;
 mod wait;

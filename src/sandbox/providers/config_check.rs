@@ -57,6 +57,19 @@ impl<'a> ConfigCheck<'a> {
             .to_owned()
     }
 
+    /// The field's whole number, as [`ConfigCheck::text`] finds the field (a number, or text
+    /// that parses as one).
+    pub fn integer(&self, key: &str) -> Option<i64> {
+        let value = self
+            .values
+            .get(key)
+            .or_else(|| self.raw.get(key))
+            .or_else(|| self.defaults.get(key))?;
+        value
+            .as_i64()
+            .or_else(|| value.as_str().and_then(|text| text.trim().parse().ok()))
+    }
+
     /// Applies `rule` to the field unless the schema already refused it; a rule's message
     /// becomes the field's error.
     pub fn check(&mut self, key: &str, rule: impl FnOnce(&Self) -> Result<(), String>) {

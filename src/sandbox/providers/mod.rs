@@ -9,6 +9,7 @@ mod http;
 pub mod local;
 pub mod self_managed;
 pub mod ssh;
+pub mod tenki;
 pub mod ucloud_agent_sandbox;
 
 use crate::sandbox::registry::Registry;
@@ -22,6 +23,7 @@ pub fn registry() -> Registry {
         .register(ssh::kind())
         .register(aliyun_codeinterpreter::kind())
         .register(e2b::kind())
+        .register(tenki::kind())
         .register(ucloud_agent_sandbox::kind())
 }
 
