@@ -31,6 +31,20 @@ const providers = [
     secret: ['access_key_secret', fakes.agentrun_secret],
     refused: 'AgentRun refused the AccessKey',
   },
+  {
+    kind: 'tenki',
+    fields: { base_url: fakes.tenki },
+    secret: ['api_key', fakes.tenki_api_key],
+    // Tenki's keys start with tk_ (checked before anything is sent).
+    wrong: 'tk_wrong',
+    refused: 'Tenki refused the API key',
+  },
+  {
+    kind: 'ucloud_agent_sandbox',
+    fields: { api_url: fakes.ucloud, sandbox_url: fakes.ucloud },
+    secret: ['api_key', fakes.ucloud_api_key],
+    refused: 'UCloud Agent Sandbox refused the API key',
+  },
 ];
 
 test.beforeEach(async ({ page }) => {
@@ -57,11 +71,12 @@ for (const provider of providers) {
     await expectInteractive(page, javaScriptEnabled);
     await expect(page.locator(`#field-${secretKey}`)).toHaveAttribute('type', 'password');
 
-    await fill(`wrong-${secret}`);
+    const wrong = provider.wrong ?? `wrong-${secret}`;
+    await fill(wrong);
     await page.getByTestId('test-connection').click();
     await expect(page.getByTestId('connection-report')).toContainText('Connection test failed', { timeout: 30_000 });
     await expect(page.getByTestId('connection-message')).toContainText(provider.refused);
-    await expect(page.getByTestId('connection-report')).not.toContainText(`wrong-${secret}`);
+    await expect(page.getByTestId('connection-report')).not.toContainText(wrong);
     await expectInteractive(page, javaScriptEnabled);
     await page.getByTestId('close-report').click();
     await expect(page.getByTestId('connection-report')).toBeHidden();

@@ -56,6 +56,26 @@ async fn configure_reads_the_environment_and_refuses_bad_values() {
     let providers: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(providers[0]["kind"], "local");
     assert_eq!(providers[0]["active"], true);
+    // RAGFlow's seven kinds and ours (docker), in the settings page's order.
+    let kinds: Vec<_> = providers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "local",
+            "docker",
+            "self_managed",
+            "ssh",
+            "aliyun_codeinterpreter",
+            "e2b",
+            "tenki",
+            "ucloud_agent_sandbox"
+        ]
+    );
 
     let (code, _, err) = run(
         data.path(),

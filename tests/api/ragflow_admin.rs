@@ -64,8 +64,11 @@ async fn providers_and_schemas_come_in_ragflows_envelope() {
             "local",
             "docker",
             "self_managed",
+            "ssh",
             "aliyun_codeinterpreter",
             "e2b",
+            "tenki",
+            "ucloud_agent_sandbox",
             "scripted"
         ],
         "RAGFlow's own ids for the remote providers"

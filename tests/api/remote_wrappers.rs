@@ -1,5 +1,5 @@
 //! The same code behaves the same on the remote providers that run it through our wrappers
-//! (E2B and AgentRun, against their fakes) and on a sandbox-console reached through
+//! (E2B, AgentRun, Tenki and UCloud, against their fakes) and on a sandbox-console reached through
 //! `self_managed`: what the conformance suite does not cover.
 
 use std::sync::Arc;
@@ -7,14 +7,14 @@ use std::sync::Arc;
 use sandbox_console::{
     model::execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
     sandbox::{
-        providers::{aliyun_codeinterpreter, e2b, self_managed},
+        providers::{aliyun_codeinterpreter, e2b, self_managed, tenki, ucloud_agent_sandbox},
         SandboxProvider,
     },
 };
 use serde_json::{json, Map, Value};
 
 use crate::{
-    fakes::{agentrun, e2b as e2b_fake},
+    fakes::{agentrun, e2b as e2b_fake, tenki as tenki_fake, ucloud as ucloud_fake},
     helpers::spawn_app,
 };
 
@@ -39,6 +39,8 @@ async fn plain_scripts_async_main_and_unusable_return_values_behave_alike_on_eve
     let key = console.api_key("peer", &["execute"]).await;
     let e2b_service = e2b_fake::start().await;
     let agentrun_service = agentrun::start().await;
+    let tenki_service = tenki_fake::start().await;
+    let ucloud_service = ucloud_fake::start().await;
     let providers: Vec<(&str, Arc<dyn SandboxProvider>)> = vec![
         ("self_managed", self_managed::build(&map(json!({ "endpoint": console.address, "api_token": key }))).unwrap()),
         ("e2b", e2b::build(&map(json!({ "api_key": e2b_fake::API_KEY, "api_url": e2b_service.url(), "sandbox_url": e2b_service.url() }))).unwrap()),
@@ -46,6 +48,8 @@ async fn plain_scripts_async_main_and_unusable_return_values_behave_alike_on_eve
             "access_key_id": agentrun::ACCESS_KEY_ID, "access_key_secret": agentrun::SECRET,
             "account_id": agentrun::ACCOUNT_ID, "endpoint": agentrun_service.url(), "control_endpoint": agentrun_service.url(),
         }))).unwrap()),
+        ("tenki", tenki::build(&map(json!({ "api_key": tenki_fake::API_KEY, "base_url": tenki_service.url() }))).unwrap()),
+        ("ucloud", ucloud_agent_sandbox::build(&map(json!({ "api_key": ucloud_fake::API_KEY, "api_url": ucloud_service.url(), "sandbox_url": ucloud_service.url() }))).unwrap()),
     ];
 
     for (name, provider) in &providers {
@@ -108,8 +112,10 @@ async fn plain_scripts_async_main_and_unusable_return_values_behave_alike_on_eve
     assert_eq!(
         (
             e2b_service.live_sandboxes(),
-            agentrun_service.live_sandboxes()
+            agentrun_service.live_sandboxes(),
+            tenki_service.live_sessions(),
+            ucloud_service.live_sandboxes()
         ),
-        (0, 0)
+        (0, 0, 0, 0)
     );
 }

@@ -338,3 +338,62 @@ async fn field_errors_and_health_messages_come_in_the_admins_language() {
         "the local provider's health sentence"
     );
 }
+
+/// The settings page offers RAGFlow's seven providers and ours (docker), each with its name,
+/// and its form in both languages: the ssh form's sign-in tabs, Tenki's and UCloud's fields.
+#[tokio::test]
+async fn the_page_offers_ragflows_seven_providers_and_docker_in_both_languages() {
+    let app = spawn_app().await;
+    app.login().await;
+    let page = |path: &'static str, language: &'static str| {
+        let app = &app;
+        async move { app.get_in(path, language).await.text().await.unwrap() }
+    };
+    let kinds = [
+        ("local", "Local sandbox", "本机沙箱"),
+        ("docker", "Docker", "Docker"),
+        ("self_managed", "Self-managed executor", "自管执行器"),
+        ("ssh", "SSH", "SSH"),
+        (
+            "aliyun_codeinterpreter",
+            "Aliyun Code Interpreter (AgentRun)",
+            "阿里云代码解释器（AgentRun）",
+        ),
+        ("e2b", "E2B", "E2B"),
+        ("tenki", "Tenki", "Tenki"),
+        (
+            "ucloud_agent_sandbox",
+            "UCloud Agent Sandbox",
+            "UCloud Agent Sandbox",
+        ),
+    ];
+
+    let english = page("/admin/sandbox-settings", "en-US").await;
+    let chinese = page("/admin/sandbox-settings", "zh-CN").await;
+    let ssh_en = page("/admin/sandbox-settings?provider=ssh", "en-US").await;
+    let ssh_zh = page("/admin/sandbox-settings?provider=ssh", "zh-CN").await;
+    let tenki_zh = page("/admin/sandbox-settings?provider=tenki", "zh-CN").await;
+    let ucloud_zh = page(
+        "/admin/sandbox-settings?provider=ucloud_agent_sandbox",
+        "zh-CN",
+    )
+    .await;
+
+    let mut at = 0;
+    for (kind, name, chinese_name) in kinds {
+        let card = format!("data-testid=\"provider-{kind}\"");
+        let found = english[at..].find(&card).map(|i| i + at);
+        assert!(
+            found.is_some(),
+            "{kind} is not offered after the one before it"
+        );
+        at = found.unwrap();
+        assert!(english.contains(name), "{name}");
+        assert!(chinese.contains(chinese_name), "{chinese_name}");
+    }
+    assert!(ssh_en.contains("Sign in with") && ssh_en.contains("Private key"));
+    assert!(ssh_en.contains("Isolation is whatever its account"));
+    assert!(ssh_zh.contains("登录方式") && ssh_zh.contains("已知主机"));
+    assert!(tenki_zh.contains("出站网络") && tenki_zh.contains("vCPU 核数"));
+    assert!(ucloud_zh.contains("明文 HTTP") && ucloud_zh.contains("互联网访问"));
+}

@@ -1,4 +1,4 @@
-//! The three contract fakes as one process, for the browser tests (`scripts/e2e.sh`): starts
+//! The contract fakes as one process, for the browser tests (`scripts/e2e.sh`): starts
 //! them on loopback, prints one JSON line with their addresses and credentials, and serves
 //! until it is killed. Runs programs in the local sandbox, so it needs what the local
 //! provider needs (root for cgroups).
@@ -14,6 +14,8 @@ async fn main() {
     let executor = fakes::executor_manager::start(Some(EXECUTOR_TOKEN)).await;
     let e2b = fakes::e2b::start().await;
     let agentrun = fakes::agentrun::start().await;
+    let ucloud = fakes::ucloud::start().await;
+    let tenki = fakes::tenki::start().await;
     println!(
         "{}",
         serde_json::json!({
@@ -25,6 +27,10 @@ async fn main() {
             "agentrun_access_key_id": fakes::agentrun::ACCESS_KEY_ID,
             "agentrun_secret": fakes::agentrun::SECRET,
             "agentrun_account_id": fakes::agentrun::ACCOUNT_ID,
+            "ucloud": ucloud.url(),
+            "ucloud_api_key": fakes::ucloud::API_KEY,
+            "tenki": tenki.url(),
+            "tenki_api_key": fakes::tenki::API_KEY,
         })
     );
     std::future::pending::<()>().await;

@@ -60,7 +60,8 @@ pub fn FieldControl(
             let hint = if secret_set { td_string!(i18n.get_locale_untracked(), settings.field.secret_set).to_string() } else { placeholder };
             view! {
                 <textarea id=id.clone() name=name rows="6" class="mono" placeholder=hint autocomplete="off" spellcheck="false"
-                    required=field.required && !secret_set disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus></textarea>
+                    required=field.required && !secret_set disabled=field.readonly aria-invalid=invalid.to_string() aria-describedby=described.clone() autofocus=focus
+                    inner_html=textarea_html("")></textarea>
             }
             .into_any()
         }
