@@ -166,7 +166,7 @@ async fn kill(
 }
 
 /// The sandbox a data-plane request is for, when its routing headers and token are right.
-fn sandbox_of(fake: &Fake, headers: &HeaderMap) -> Result<String, Response> {
+fn sandbox_of(fake: &Fake, headers: &HeaderMap) -> Result<String, Box<Response>> {
     let header = |name: &str| {
         headers
             .get(name)
@@ -174,18 +174,22 @@ fn sandbox_of(fake: &Fake, headers: &HeaderMap) -> Result<String, Response> {
             .unwrap_or("")
     };
     if header("e2b-sandbox-port") != "49983" {
-        return Err((StatusCode::BAD_GATEWAY, "The sandbox port is not open").into_response());
+        return Err(Box::new(
+            (StatusCode::BAD_GATEWAY, "The sandbox port is not open").into_response(),
+        ));
     }
     let sandbox = header("e2b-sandbox-id").to_owned();
     let sandboxes = fake.sandboxes.lock().unwrap();
     let Some(found) = sandboxes.get(&sandbox) else {
-        return Err((StatusCode::BAD_GATEWAY, "The sandbox was not found").into_response());
+        return Err(Box::new(
+            (StatusCode::BAD_GATEWAY, "The sandbox was not found").into_response(),
+        ));
     };
     if !found.token.is_empty() && header("x-access-token") != found.token {
-        return Err(error(
+        return Err(Box::new(error(
             StatusCode::UNAUTHORIZED,
             "unauthorized: invalid access token",
-        ));
+        )));
     }
     Ok(sandbox)
 }
@@ -198,7 +202,7 @@ async fn write_file(
 ) -> Response {
     let sandbox = match sandbox_of(&fake, &headers) {
         Ok(sandbox) => sandbox,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let Some(path) = query.get("path").cloned() else {
         return error(StatusCode::BAD_REQUEST, "path is required");
@@ -230,7 +234,7 @@ fn envelope(flags: u8, message: &Value) -> Vec<u8> {
 async fn start_process(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> Response {
     let sandbox = match sandbox_of(&fake, &headers) {
         Ok(sandbox) => sandbox,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     if headers.get("content-type").and_then(|v| v.to_str().ok()) != Some("application/connect+json")
         || body.len() < 5
