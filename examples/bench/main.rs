@@ -637,6 +637,7 @@ async fn main() -> anyhow::Result<()> {
         &python,
         &pandas,
         &floors,
+        smoke,
     )
     .await?;
     eprintln!("overload ...");
