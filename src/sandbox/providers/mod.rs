@@ -7,6 +7,7 @@ pub mod e2b;
 mod fields;
 mod http;
 pub mod local;
+mod open_sandboxes;
 pub mod self_managed;
 pub mod ssh;
 pub mod tenki;

@@ -181,6 +181,28 @@ fn read_snippet(
     }
 }
 
+/// The rest of a wrapper run's result, the same for every provider that runs the wrapper: its
+/// wall time since `started`, the instance's facts plus `extra`, and the notes on skipped
+/// artifacts.
+pub fn stamp(
+    result: &mut ExecutionResult,
+    started: std::time::Instant,
+    metadata: &Map<String, Value>,
+    extra: &[(&str, Value)],
+    skipped: Vec<String>,
+) {
+    result.wall_time_ms = started.elapsed().as_millis() as u64;
+    result.metadata = metadata.clone();
+    for (key, value) in extra {
+        result.metadata.insert((*key).to_owned(), value.clone());
+    }
+    if !skipped.is_empty() {
+        result
+            .metadata
+            .insert("skipped_artifacts".into(), json!(skipped));
+    }
+}
+
 /// How long the wrapper's result line may be: every artifact it may carry, base64, and room
 /// for the rest of the envelope.
 pub fn result_room(limits: ArtifactLimits) -> usize {

@@ -7,11 +7,7 @@ pub mod control;
 mod error;
 mod stream;
 
-use std::{
-    collections::HashMap,
-    sync::Mutex,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use reqwest::StatusCode;
@@ -29,6 +25,7 @@ use crate::{
     sandbox::{
         self,
         providers::http,
+        providers::open_sandboxes::OpenSandboxes,
         registry::ProviderKind,
         runner::{
             remote::{self, SnippetOutput},
@@ -86,7 +83,7 @@ pub struct E2bProvider {
     sandbox_url: Option<Url>,
     /// For /execute: no overall timeout, the run's own deadline applies while streaming.
     stream_client: reqwest::Client,
-    sessions: Mutex<HashMap<String, Session>>,
+    sessions: OpenSandboxes<Session>,
     info: ProviderInfo,
 }
 
@@ -117,7 +114,7 @@ impl E2bProvider {
             stream_client: http::client(KIND, Duration::from_secs(24 * 3600))?,
             sandbox_url,
             config,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: OpenSandboxes::default(),
             info: info(),
         })
     }
@@ -148,10 +145,7 @@ impl E2bProvider {
     }
 
     async fn delete_sandbox(&self, sandbox_id: &str) -> Result<(), Error> {
-        self.sessions
-            .lock()
-            .expect("sessions lock")
-            .remove(sandbox_id);
+        self.sessions.remove(sandbox_id);
         self.control.delete(sandbox_id).await
     }
 }
@@ -222,10 +216,7 @@ impl SandboxProvider for E2bProvider {
                 .domain
                 .unwrap_or_else(|| self.config.domain.trim().to_owned()),
         };
-        self.sessions
-            .lock()
-            .expect("sessions lock")
-            .insert(created.sandbox_id.clone(), session);
+        self.sessions.insert(created.sandbox_id.clone(), session);
         Ok(Instance {
             metadata: Map::from_iter([("sandbox_id".into(), json!(created.sandbox_id))]),
             id: created.sandbox_id,
@@ -241,10 +232,7 @@ impl SandboxProvider for E2bProvider {
         instance.check_language(request)?;
         let session = self
             .sessions
-            .lock()
-            .expect("sessions lock")
             .get(&instance.id)
-            .cloned()
             .ok_or_else(|| E2bError::NotOpen {
                 id: instance.id.clone(),
             })?;
@@ -337,13 +325,7 @@ impl SandboxProvider for E2bProvider {
                 skipped.push(format!("{:?}: over the artifact limits", artifact.name));
             }
         }
-        result.wall_time_ms = started.elapsed().as_millis() as u64;
-        result.metadata = instance.metadata.clone();
-        if !skipped.is_empty() {
-            result
-                .metadata
-                .insert("skipped_artifacts".into(), json!(skipped));
-        }
+        remote::stamp(&mut result, started, &instance.metadata, &[], skipped);
         Ok(result)
     }
 
@@ -352,13 +334,7 @@ impl SandboxProvider for E2bProvider {
     }
 
     async fn shutdown(&self) {
-        let open: Vec<String> = self
-            .sessions
-            .lock()
-            .expect("sessions lock")
-            .keys()
-            .cloned()
-            .collect();
+        let open: Vec<String> = self.sessions.ids();
         for id in open {
             if let Err(error) = self.delete_sandbox(&id).await {
                 tracing::warn!(%error, sandbox = %id, "could not delete an E2B sandbox");

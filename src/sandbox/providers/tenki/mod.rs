@@ -10,7 +10,7 @@ mod proto;
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -31,6 +31,7 @@ use crate::{
     },
     sandbox::{
         self,
+        providers::open_sandboxes::OpenSandboxes,
         registry::ProviderKind,
         runner::{
             self,
@@ -80,7 +81,7 @@ pub struct TenkiProvider {
     config: TenkiConfig,
     control: Control,
     /// The data plane of each open session.
-    sessions: Mutex<HashMap<String, Arc<Data>>>,
+    sessions: OpenSandboxes<Arc<Data>>,
     info: ProviderInfo,
 }
 
@@ -99,7 +100,7 @@ impl TenkiProvider {
         Ok(TenkiProvider {
             control,
             config,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: OpenSandboxes::default(),
             info: info(),
         })
     }
@@ -184,7 +185,7 @@ impl TenkiProvider {
     }
 
     async fn end_session(&self, id: &str) -> Result<(), Error> {
-        self.sessions.lock().expect("sessions lock").remove(id);
+        self.sessions.remove(id);
         match self.control.terminate(id).await {
             Err(status) if status.code() == tonic::Code::NotFound => Ok(()),
             other => other.map_err(|status| failed("TerminateSession", status)),
@@ -264,10 +265,7 @@ impl SandboxProvider for TenkiProvider {
     async fn create_instance(&self, language: Language) -> Result<Instance, Error> {
         let data = self.start_session().await?;
         let id = data.session_id.clone();
-        self.sessions
-            .lock()
-            .expect("sessions lock")
-            .insert(id.clone(), Arc::new(data));
+        self.sessions.insert(id.clone(), Arc::new(data));
         Ok(Instance {
             metadata: Map::from_iter([("session_id".into(), json!(id))]),
             id,
@@ -283,10 +281,7 @@ impl SandboxProvider for TenkiProvider {
         instance.check_language(request)?;
         let data = self
             .sessions
-            .lock()
-            .expect("sessions lock")
             .get(&instance.id)
-            .cloned()
             .ok_or_else(|| TenkiError::NotOpen {
                 id: instance.id.clone(),
             })?;
@@ -351,16 +346,13 @@ impl SandboxProvider for TenkiProvider {
             limit,
         };
         let (mut result, skipped) = remote::finish_snippet(&snippet, output, cap, limits);
-        result.wall_time_ms = started.elapsed().as_millis() as u64;
-        result.metadata = instance.metadata.clone();
-        result
-            .metadata
-            .insert("remote_work_dir".into(), json!(folder));
-        if !skipped.is_empty() {
-            result
-                .metadata
-                .insert("skipped_artifacts".into(), json!(skipped));
-        }
+        remote::stamp(
+            &mut result,
+            started,
+            &instance.metadata,
+            &[("remote_work_dir", json!(folder))],
+            skipped,
+        );
         Ok(result)
     }
 
@@ -369,13 +361,7 @@ impl SandboxProvider for TenkiProvider {
     }
 
     async fn shutdown(&self) {
-        let open: Vec<String> = self
-            .sessions
-            .lock()
-            .expect("sessions lock")
-            .keys()
-            .cloned()
-            .collect();
+        let open: Vec<String> = self.sessions.ids();
         for id in open {
             if let Err(error) = self.end_session(&id).await {
                 tracing::warn!(%error, session = %id, "could not end a Tenki session");

@@ -8,11 +8,7 @@ mod config;
 mod envd;
 mod error;
 
-use std::{
-    collections::HashMap,
-    sync::Mutex,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rand::Rng;
@@ -31,7 +27,7 @@ use crate::{
     },
     sandbox::{
         self,
-        providers::{e2b::control::ControlPlane, http},
+        providers::{e2b::control::ControlPlane, http, open_sandboxes::OpenSandboxes},
         registry::ProviderKind,
         runner::{
             remote::{self, SnippetOutput},
@@ -88,7 +84,7 @@ pub struct UcloudProvider {
     control: ControlPlane,
     /// For envd: no overall timeout, the run's own deadline applies while streaming.
     stream_client: reqwest::Client,
-    sessions: Mutex<HashMap<String, Session>>,
+    sessions: OpenSandboxes<Session>,
     info: ProviderInfo,
 }
 
@@ -110,7 +106,7 @@ impl UcloudProvider {
             )?,
             stream_client: http::client(KIND, Duration::from_secs(24 * 3600))?,
             config,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: OpenSandboxes::default(),
             info: info(),
         })
     }
@@ -145,10 +141,7 @@ impl UcloudProvider {
     }
 
     async fn delete_sandbox(&self, sandbox_id: &str) -> Result<(), Error> {
-        self.sessions
-            .lock()
-            .expect("sessions lock")
-            .remove(sandbox_id);
+        self.sessions.remove(sandbox_id);
         self.control.delete(sandbox_id).await
     }
 }
@@ -220,10 +213,7 @@ impl SandboxProvider for UcloudProvider {
             access_token: created.access_token,
             domain: created.domain.unwrap_or_else(|| self.config.domain()),
         };
-        self.sessions
-            .lock()
-            .expect("sessions lock")
-            .insert(created.sandbox_id.clone(), session);
+        self.sessions.insert(created.sandbox_id.clone(), session);
         Ok(Instance {
             metadata: Map::from_iter([("sandbox_id".into(), json!(created.sandbox_id))]),
             id: created.sandbox_id,
@@ -239,10 +229,7 @@ impl SandboxProvider for UcloudProvider {
         instance.check_language(request)?;
         let session = self
             .sessions
-            .lock()
-            .expect("sessions lock")
             .get(&instance.id)
-            .cloned()
             .ok_or_else(|| UcloudError::NotOpen {
                 id: instance.id.clone(),
             })?;
@@ -293,16 +280,13 @@ impl SandboxProvider for UcloudProvider {
             limit,
         };
         let (mut result, skipped) = remote::finish_snippet(&snippet, output, cap, limits);
-        result.wall_time_ms = started.elapsed().as_millis() as u64;
-        result.metadata = instance.metadata.clone();
-        result
-            .metadata
-            .insert("remote_work_dir".into(), json!(folder));
-        if !skipped.is_empty() {
-            result
-                .metadata
-                .insert("skipped_artifacts".into(), json!(skipped));
-        }
+        remote::stamp(
+            &mut result,
+            started,
+            &instance.metadata,
+            &[("remote_work_dir", json!(folder))],
+            skipped,
+        );
         Ok(result)
     }
 
@@ -311,13 +295,7 @@ impl SandboxProvider for UcloudProvider {
     }
 
     async fn shutdown(&self) {
-        let open: Vec<String> = self
-            .sessions
-            .lock()
-            .expect("sessions lock")
-            .keys()
-            .cloned()
-            .collect();
+        let open: Vec<String> = self.sessions.ids();
         for id in open {
             if let Err(error) = self.delete_sandbox(&id).await {
                 tracing::warn!(%error, sandbox = %id, "could not delete a UCloud sandbox");
