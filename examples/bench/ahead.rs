@@ -187,12 +187,10 @@ fn ratio(a: (f64, f64), floor: (f64, f64)) -> f64 {
 pub async fn section(
     state: &AppState,
     caller: Caller,
-    runs: usize,
-    warm: usize,
+    (runs, warm, smoke): (usize, usize, bool),
     python: &ExecRequest,
     pandas: &ExecRequest,
     floors: &Floors,
-    smoke: bool,
 ) -> anyhow::Result<(String, Vec<Series>)> {
     let bench = Bench {
         state,

@@ -632,12 +632,10 @@ async fn main() -> anyhow::Result<()> {
     let (ahead_report, latencies) = ahead::section(
         &state,
         caller.clone(),
-        runs,
-        warm,
+        (runs, warm, smoke),
         &python,
         &pandas,
         &floors,
-        smoke,
     )
     .await?;
     eprintln!("overload ...");

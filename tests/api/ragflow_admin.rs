@@ -326,3 +326,57 @@ async fn every_admin_endpoint_refuses_anonymous_callers() {
         .unwrap();
     assert_eq!(audit, 0, "nothing was saved");
 }
+
+/// RAGFlow's admin page configures the ssh provider through this API with RAGFlow's own key
+/// names (`timeout`), against the real test sshd: its schema offers the key as a secret on
+/// several lines, Test runs on the host, and the answer to a save never holds the password.
+#[tokio::test]
+async fn ragflows_admin_page_configures_ssh_with_its_own_key_names() {
+    let (app, key) = setup().await;
+    let sshd = crate::ssh_provider::Sshd::get();
+    let work = sshd.work_dir();
+    let mut config = sshd.settings(&work, json!({}));
+    config
+        .as_object_mut()
+        .unwrap()
+        .insert("timeout".into(), json!(20));
+    let password = sshd.read("password");
+
+    let (_, schema) = json_of(
+        app.get_with_key("/api/v1/admin/sandbox/providers/ssh/schema", &key)
+            .await,
+    )
+    .await;
+    let (status, tested) = json_of(
+        app.post_json(
+            "/api/v1/admin/sandbox/test",
+            &key,
+            &json!({"provider_type": "ssh", "config": config}),
+        )
+        .await,
+    )
+    .await;
+    let (saved_status, saved) = json_of(
+        app.post_json(
+            "/api/v1/admin/sandbox/config",
+            &key,
+            &json!({"provider_type": "ssh", "config": config, "set_active": false}),
+        )
+        .await,
+    )
+    .await;
+
+    let fields = &schema["data"];
+    assert_eq!(fields["private_key"]["secret"], true, "{schema}");
+    assert_eq!(fields["private_key"]["multiline"], true, "{schema}");
+    assert_eq!(fields["host"]["required"], true);
+    assert_eq!(status, 200, "{tested}");
+    assert_eq!(tested["data"]["success"], true, "{tested}");
+    assert_eq!(saved_status, 200, "{saved}");
+    assert!(!saved.to_string().contains(&password), "{saved}");
+    assert_eq!(
+        std::fs::read_dir(work.path()).unwrap().count(),
+        0,
+        "the test run's folder went"
+    );
+}
