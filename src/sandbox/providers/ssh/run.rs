@@ -3,7 +3,11 @@
 //! deadline or the cap the run's whole session and process group killed; then its artifacts
 //! read back and its folder removed, whatever happened.
 
-use std::time::{Duration, Instant};
+use std::{
+    future::Future,
+    pin::Pin,
+    time::{Duration, Instant},
+};
 
 use rand::Rng;
 use russh::{ChannelMsg, Sig};
@@ -29,6 +33,9 @@ use crate::{
 const CLEAN_UP: Duration = Duration::from_secs(20);
 /// After a kill, how long the channel may take to close.
 const AFTER_KILL: Duration = Duration::from_secs(5);
+
+/// The kill of a run's session, under way beside the reading of its output.
+type Killing<'a> = Pin<Box<dyn Future<Output = Result<Short, SshError>> + Send + 'a>>;
 
 /// How the program's channel ended.
 #[derive(Default)]
@@ -187,15 +194,28 @@ impl SshProvider {
         let mut streamed = Streamed::default();
         let deadline = tokio::time::Instant::now() + timeout;
         let mut killed_at: Option<tokio::time::Instant> = None;
+        // The kill runs on another channel of the same connection while this one is still
+        // read: a program that floods its output would otherwise fill the connection's
+        // buffers, and the kill's answer would wait behind them (seen in CI: 20 s, then a
+        // failed run).
+        let mut kill: Option<Killing<'_>> = None;
         loop {
             let until = killed_at.map_or(deadline, |at| at + AFTER_KILL);
-            let message = match tokio::time::timeout_at(until, channel.wait()).await {
+            let waited = tokio::select! {
+                waited = tokio::time::timeout_at(until, channel.wait()) => waited,
+                killed = async { kill.as_mut().expect("a kill").await }, if kill.is_some() => {
+                    kill = None;
+                    killed?;
+                    continue;
+                }
+            };
+            let message = match waited {
                 Ok(Some(message)) => message,
                 Ok(None) => break,
                 Err(_) if killed_at.is_some() => break,
                 Err(_) => {
                     streamed.timed_out = true;
-                    self.kill(connection, folder).await?;
+                    kill = Some(Box::pin(self.kill(connection, folder)));
                     killed_at = Some(tokio::time::Instant::now());
                     continue;
                 }
@@ -213,9 +233,12 @@ impl SshProvider {
                 _ => {}
             }
             if streamed.over && killed_at.is_none() {
-                self.kill(connection, folder).await?;
+                kill = Some(Box::pin(self.kill(connection, folder)));
                 killed_at = Some(tokio::time::Instant::now());
             }
+        }
+        if let Some(kill) = kill {
+            kill.await?;
         }
         let _ = channel.close().await;
         Ok(streamed)
