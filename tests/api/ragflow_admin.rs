@@ -366,6 +366,25 @@ async fn ragflows_admin_page_configures_ssh_with_its_own_key_names() {
     )
     .await;
 
+    // Elsewhere ("localhost"), signing in with the key: the saved password is the other
+    // tab's, so it is dropped rather than asked for again, and never sent there.
+    let mut elsewhere = sshd.settings(
+        &work,
+        json!({ "host": "localhost", "password": "", "private_key": sshd.read("client_ed25519") }),
+    );
+    elsewhere["known_hosts"] = json!(sshd
+        .read("known_hosts")
+        .replace("[127.0.0.1]", "[localhost]"));
+    let (moved_status, moved) = json_of(
+        app.post_json(
+            "/api/v1/admin/sandbox/test",
+            &key,
+            &json!({"provider_type": "ssh", "config": elsewhere}),
+        )
+        .await,
+    )
+    .await;
+
     let fields = &schema["data"];
     assert_eq!(fields["private_key"]["secret"], true, "{schema}");
     assert_eq!(fields["private_key"]["multiline"], true, "{schema}");
@@ -374,6 +393,8 @@ async fn ragflows_admin_page_configures_ssh_with_its_own_key_names() {
     assert_eq!(tested["data"]["success"], true, "{tested}");
     assert_eq!(saved_status, 200, "{saved}");
     assert!(!saved.to_string().contains(&password), "{saved}");
+    assert_eq!(moved_status, 200, "{moved}");
+    assert_eq!(moved["data"]["success"], true, "{moved}");
     assert_eq!(
         std::fs::read_dir(work.path()).unwrap().count(),
         0,

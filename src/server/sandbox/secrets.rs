@@ -137,11 +137,30 @@ impl SandboxService {
             })
             .map(|field| field.label.as_str())
             .collect();
+        let blank_in = |values: &Map<String, Value>, key: &str| {
+            values
+                .get(key)
+                .is_none_or(|v| v.as_str().is_some_and(|s| s.is_empty()))
+        };
+        // The alternatives typed in (the ssh sign-in's password or key): a stored secret of
+        // another alternative is not needed, so a moved destination drops it, as the form's
+        // tabs mean, instead of asking for it again.
+        let typed: Vec<&str> = schema
+            .fields
+            .iter()
+            .filter(|f| f.kind.is_secret() && !blank_in(&values, &f.key))
+            .filter_map(|f| f.choice.as_deref())
+            .collect();
         let mut errors = FieldErrors::new();
         for field in schema.fields.iter().filter(|f| f.kind.is_secret()) {
-            let blank = values
-                .get(&field.key)
-                .is_none_or(|v| v.as_str().is_some_and(|s| s.is_empty()));
+            let blank = blank_in(&values, &field.key);
+            let other_chosen = field
+                .choice
+                .as_deref()
+                .is_some_and(|mine| typed.iter().any(|t| *t != mine));
+            if blank && other_chosen && !moved.is_empty() {
+                continue;
+            }
             let kept = stored
                 .get(&field.key)
                 .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()));
