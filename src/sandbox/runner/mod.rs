@@ -167,6 +167,14 @@ pub fn split_result_line<'a>(stdout: &'a str, marker: &str) -> Option<(String, &
     Some((format!("{}{after}", &stdout[..at]), line))
 }
 
+/// Appends what of `data` fits under `cap` bytes to `into`; says whether some did not. Every
+/// provider that reads a program's output as it streams keeps it this way.
+pub fn keep_capped(into: &mut Vec<u8>, data: &[u8], cap: usize) -> bool {
+    let room = cap.saturating_sub(into.len());
+    into.extend_from_slice(&data[..data.len().min(room)]);
+    data.len() > room
+}
+
 /// Cuts `text` to at most `max` bytes on a character boundary; says whether it was cut.
 pub fn cap_text(text: &mut String, max: usize) -> bool {
     if text.len() <= max {

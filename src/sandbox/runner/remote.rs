@@ -181,6 +181,26 @@ fn read_snippet(
     }
 }
 
+/// Node runs the wrapper as a module (it awaits at the top level); `require` as in CommonJS.
+const NODE_PREAMBLE: &str =
+    "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n";
+
+/// The wrapper as a file for a service that runs programs (Tenki, UCloud's envd), not
+/// snippets: its name, the interpreter that runs it, its contents.
+pub fn as_program_file(
+    language: Language,
+    snippet: &Snippet,
+) -> (&'static str, &'static str, String) {
+    match language {
+        Language::Python => ("main.py", "python3", snippet.code.clone()),
+        Language::Javascript => (
+            "main.mjs",
+            "node",
+            format!("{NODE_PREAMBLE}{}", snippet.code),
+        ),
+    }
+}
+
 /// The rest of a wrapper run's result, the same for every provider that runs the wrapper: its
 /// wall time since `started`, the instance's facts plus `extra`, and the notes on skipped
 /// artifacts.

@@ -314,9 +314,7 @@ pub(super) struct Capped {
 
 impl Capped {
     pub fn push(&mut self, bytes: &[u8], cap: usize) {
-        let room = cap.saturating_sub(self.kept.len());
-        self.kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        self.over |= bytes.len() > room;
+        self.over |= crate::sandbox::runner::keep_capped(&mut self.kept, bytes, cap);
     }
 }
 

@@ -7,7 +7,10 @@ use std::time::Duration;
 use russh::ChannelMsg;
 
 use super::{connect::Connection, error::SshError};
-use crate::{model::execution::Language, sandbox::runner::Job};
+use crate::{
+    model::execution::Language,
+    sandbox::runner::{self, Job},
+};
 
 /// A short command's output, kept to this many bytes.
 const SHORT_OUTPUT: usize = 64 * 1024;
@@ -96,8 +99,12 @@ pub async fn short(
         let mut exit_status = None;
         while let Some(message) = channel.wait().await {
             match message {
-                ChannelMsg::Data { data } => keep(&mut out, &data),
-                ChannelMsg::ExtendedData { data, .. } => keep(&mut err, &data),
+                ChannelMsg::Data { data } => {
+                    runner::keep_capped(&mut out, &data, SHORT_OUTPUT);
+                }
+                ChannelMsg::ExtendedData { data, .. } => {
+                    runner::keep_capped(&mut err, &data, SHORT_OUTPUT);
+                }
                 ChannelMsg::ExitStatus { exit_status: s } => exit_status = Some(s),
                 ChannelMsg::Close => break,
                 _ => {}
@@ -112,11 +119,6 @@ pub async fn short(
     tokio::time::timeout(limit, work)
         .await
         .map_err(|_| failed(format!("no answer within {} s", limit.as_secs())))?
-}
-
-fn keep(into: &mut Vec<u8>, data: &[u8]) {
-    let room = SHORT_OUTPUT.saturating_sub(into.len());
-    into.extend_from_slice(&data[..data.len().min(room)]);
 }
 
 #[cfg(test)]

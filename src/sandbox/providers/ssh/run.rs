@@ -222,10 +222,10 @@ impl SshProvider {
             };
             match message {
                 ChannelMsg::Data { data } => {
-                    streamed.over |= keep(&mut streamed.stdout, &data, cap);
+                    streamed.over |= runner::keep_capped(&mut streamed.stdout, &data, cap);
                 }
                 ChannelMsg::ExtendedData { data, .. } => {
-                    streamed.over |= keep(&mut streamed.stderr, &data, cap);
+                    streamed.over |= runner::keep_capped(&mut streamed.stderr, &data, cap);
                 }
                 ChannelMsg::ExitStatus { exit_status } => streamed.exit_status = Some(exit_status),
                 ChannelMsg::ExitSignal { signal_name, .. } => streamed.signal = Some(signal_name),
@@ -253,13 +253,6 @@ impl SshProvider {
         )
         .await
     }
-}
-
-/// Keeps what fits under `cap`; says whether something did not.
-fn keep(into: &mut Vec<u8>, data: &[u8], cap: usize) -> bool {
-    let room = cap.saturating_sub(into.len());
-    into.extend_from_slice(&data[..data.len().min(room)]);
-    data.len() > room
 }
 
 fn signal_number(signal: &Sig) -> i32 {

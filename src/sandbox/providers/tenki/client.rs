@@ -17,7 +17,7 @@ use tonic::{
 use tonic_prost::ProstCodec;
 
 use super::proto::*;
-use crate::sandbox::Error;
+use crate::sandbox::{runner, Error};
 
 const CONTROL: &str = "/tenki.sandbox.v1.SandboxService/";
 const DATA: &str = "/tenki.sandbox.v1.SandboxSessionDataPlaneService/";
@@ -271,10 +271,10 @@ impl Data {
                 let payload = frame.frame.and_then(|f| f.payload);
                 match payload {
                     Some(RunResponsePayload::Stdout(bytes)) => {
-                        ran.over |= keep(&mut ran.stdout, &bytes, cap)
+                        ran.over |= runner::keep_capped(&mut ran.stdout, &bytes, cap)
                     }
                     Some(RunResponsePayload::Stderr(bytes)) => {
-                        ran.over |= keep(&mut ran.stderr, &bytes, cap)
+                        ran.over |= runner::keep_capped(&mut ran.stderr, &bytes, cap)
                     }
                     Some(RunResponsePayload::Exit(exit)) => {
                         ran.timed_out |= exit.timed_out;
@@ -302,10 +302,4 @@ impl Data {
             }
         }
     }
-}
-
-fn keep(into: &mut Vec<u8>, data: &[u8], cap: usize) -> bool {
-    let room = cap.saturating_sub(into.len());
-    into.extend_from_slice(&data[..data.len().min(room)]);
-    data.len() > room
 }

@@ -48,9 +48,6 @@ pub const KIND: &str = "tenki";
 const HOME: &str = "/home/tenki";
 /// How long a new session may take to run.
 const START_LIMIT: Duration = Duration::from_secs(180);
-/// Node runs the wrapper as a module (it awaits at the top level); `require` as in CommonJS.
-const NODE_PREAMBLE: &str =
-    "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n";
 
 pub fn info() -> ProviderInfo {
     ProviderInfo {
@@ -293,14 +290,7 @@ impl SandboxProvider for TenkiProvider {
             "{HOME}/sandbox-console-{:016x}",
             rand::thread_rng().gen::<u64>()
         );
-        let (file, interpreter, program) = match request.language {
-            Language::Python => ("main.py", "python3", snippet.code.clone()),
-            Language::Javascript => (
-                "main.mjs",
-                "node",
-                format!("{NODE_PREAMBLE}{}", snippet.code),
-            ),
-        };
+        let (file, interpreter, program) = remote::as_program_file(request.language, &snippet);
         let started = Instant::now();
         data.write(&format!("{folder}/{file}"), program.into_bytes())
             .await

@@ -196,9 +196,7 @@ fn read_event(event: &Value, ran: &mut Ran, cap: usize) {
     if let Some(data) = event.get("data") {
         for (key, into) in [("stdout", &mut ran.stdout), ("stderr", &mut ran.stderr)] {
             if let Some(bytes) = data[key].as_str().and_then(|t| BASE64.decode(t).ok()) {
-                let room = cap.saturating_sub(into.len());
-                into.extend_from_slice(&bytes[..bytes.len().min(room)]);
-                ran.over |= bytes.len() > room;
+                ran.over |= crate::sandbox::runner::keep_capped(into, &bytes, cap);
             }
         }
     } else if let Some(end) = event.get("end") {

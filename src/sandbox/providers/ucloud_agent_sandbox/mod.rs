@@ -42,9 +42,6 @@ pub const KIND: &str = "ucloud_agent_sandbox";
 const MIB: u64 = 1024 * 1024;
 /// The base template's user's home, where each run's folder goes.
 const HOME: &str = "/home/user";
-/// Node runs the wrapper as a module (it awaits at the top level); `require` as in CommonJS.
-const NODE_PREAMBLE: &str =
-    "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n";
 
 pub fn info() -> ProviderInfo {
     ProviderInfo {
@@ -244,14 +241,8 @@ impl SandboxProvider for UcloudProvider {
             "{HOME}/sandbox-console-{:016x}",
             rand::thread_rng().gen::<u64>()
         );
-        let (file, line) = match request.language {
-            Language::Python => ("main.py", "python3 main.py"),
-            Language::Javascript => ("main.mjs", "node main.mjs"),
-        };
-        let program = match request.language {
-            Language::Python => snippet.code.clone(),
-            Language::Javascript => format!("{NODE_PREAMBLE}{}", snippet.code),
-        };
+        let (file, interpreter, program) = remote::as_program_file(request.language, &snippet);
+        let line = format!("{interpreter} {file}");
         let started = Instant::now();
         envd.write(&format!("{folder}/{file}"), program.into_bytes())
             .await?;
@@ -259,7 +250,7 @@ impl SandboxProvider for UcloudProvider {
         let cap = self.config.max_output_bytes as usize;
         // Room for the wrapper's result line (the artifacts travel in it) above the cap.
         let room = cap + remote::result_room(limits);
-        let ran = envd.run(line, &folder, deadline, room).await?;
+        let ran = envd.run(&line, &folder, deadline, room).await?;
         let mut stderr = String::from_utf8_lossy(&ran.stderr).into_owned();
         if let Some(error) = ran.error.as_ref().filter(|_| !ran.timed_out) {
             stderr.push_str(error);
