@@ -157,7 +157,8 @@ impl LoginLimiter {
 }
 
 /// A sign-in being checked. Counted as a failure from the start; dropping it without
-/// `succeeded()` (a wrong password, or a request that went away) leaves it counted.
+/// `succeeded()` (a request that went away) leaves it counted at the time it began, and
+/// `failed()` (a wrong password) counts it at the time the check ended.
 #[must_use = "a sign-in attempt is a failure unless it succeeded()"]
 pub struct Attempt<'a> {
     limiter: &'a LoginLimiter,
@@ -173,6 +174,20 @@ impl Attempt<'_> {
     pub fn withdrawn(self) {
         let mut state = self.limiter.state.lock().expect("limiter lock");
         state.take_back(&self.keys, self.at);
+    }
+
+    /// The password was wrong: the failure is timed from now, when it is known, not from
+    /// when the check began. The account's backoff runs from the last failure, and a slow
+    /// check (argon2 on a busy machine takes seconds) must not use up the wait.
+    pub fn failed(self) {
+        let now = self.limiter.clock.now();
+        let mut state = self.limiter.state.lock().expect("limiter lock");
+        state.take_back(&self.keys, self.at);
+        for key in &self.keys {
+            let times = state.failures.entry(key.clone()).or_default();
+            let later = times.iter().rposition(|t| *t <= now).map_or(0, |i| i + 1);
+            times.insert(later, now);
+        }
     }
 
     /// The password was right: the attempt is no failure, this account's failures from this
@@ -292,6 +307,14 @@ impl Pass<'_> {
         }
     }
 
+    /// [`Attempt::failed`].
+    pub async fn failed(self) {
+        match self {
+            Pass::Memory(attempt) => attempt.failed(),
+            Pass::Shared(limiter, attempt) => limiter.failed(attempt).await,
+        }
+    }
+
     /// [`Attempt::succeeded`].
     pub async fn succeeded(self) {
         match self {
@@ -388,6 +411,18 @@ impl SharedLoginLimiter {
         };
         if let Err(error) = done.await {
             tracing::warn!(%error, "sign-in: could not take back a withdrawn attempt");
+        }
+    }
+
+    async fn failed(&self, attempt: SharedAttempt) {
+        use crate::server::db::{clock, login_limit};
+        let done = async {
+            let mut conn = self.pool.acquire().await?;
+            login_limit::restamp(&mut conn, &attempt.ids, clock::unix_millis()).await
+        };
+        if let Err(error) = done.await {
+            // The failure stays counted, timed from when the attempt began.
+            tracing::warn!(%error, "sign-in: could not time a failed attempt");
         }
     }
 

@@ -9,9 +9,9 @@ fn address(n: u8) -> IpAddr {
     IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, n))
 }
 
-/// A wrong password: the attempt is dropped, so it stays counted.
+/// A wrong password: the attempt stays counted.
 fn fail(limiter: &LoginLimiter, account: &str, from: IpAddr) -> Result<(), Duration> {
-    limiter.begin(account, from).map(drop)
+    limiter.begin(account, from).map(Attempt::failed)
 }
 
 fn succeed(limiter: &LoginLimiter, account: &str, from: IpAddr) -> Result<(), Duration> {
@@ -187,5 +187,56 @@ fn failures_expire_with_the_window_and_success_clears_the_pair() {
     assert!(
         fail(&limiter, "carol", HOME).is_err(),
         "success elsewhere forgives nothing here"
+    );
+}
+
+/// The account's backoff runs from when the last failure was known, not from when its
+/// password check began: a check that took seconds does not use up the wait (CI: argon2 on a
+/// loaded machine took longer than the 1 s backoff, and the next address was let through).
+#[test]
+fn a_slow_wrong_password_is_timed_from_its_end() {
+    let (clock, hand) = Clock::manual();
+    let limiter = LoginLimiter::new(5, 100, 1, Duration::from_secs(900)).with_clock(clock);
+    fail(&limiter, "admin", address(0)).unwrap();
+    let slow = limiter.begin("admin", address(1)).unwrap();
+    hand.advance(Duration::from_secs(5));
+    slow.failed();
+
+    let next = limiter.begin("admin", address(2)).map(drop);
+
+    assert_eq!(
+        next,
+        Err(Duration::from_secs(1)),
+        "past the ceiling, the next address waits the whole second after the failure"
+    );
+}
+
+/// The same on a shared database: the failure's rows carry the time it was known.
+#[tokio::test]
+async fn a_shared_wrong_password_is_timed_from_its_end() {
+    let (_dir, pool) = crate::server::db::scratch().await;
+    let rule = LoginLimiter::new(5, 100, 100, Duration::from_secs(900));
+    let limits = SignInLimits::Shared(SharedLoginLimiter::new(rule, pool.clone()));
+    let attempt = limits.begin("admin", AWAY).await.unwrap();
+    let began: Vec<i64> = sqlx::query_scalar("select at_ms from login_failure")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    let mut known = crate::server::db::clock::unix_millis();
+    while known <= began.iter().copied().max().unwrap() {
+        tokio::task::yield_now().await;
+        known = crate::server::db::clock::unix_millis();
+    }
+
+    attempt.failed().await;
+
+    let ended: Vec<i64> = sqlx::query_scalar("select at_ms from login_failure")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(ended.len(), 3, "still counted under all three keys");
+    assert!(
+        ended.iter().all(|at| *at >= known),
+        "{began:?} -> {ended:?}"
     );
 }

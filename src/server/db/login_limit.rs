@@ -50,6 +50,19 @@ pub async fn take_back(conn: &mut AnyConnection, ids: &[i64]) -> Result<(), sqlx
     Ok(())
 }
 
+/// Moves the failures `ids` to `at_ms`: an attempt counted when it began is timed from when
+/// it was known to have failed.
+pub async fn restamp(conn: &mut AnyConnection, ids: &[i64], at_ms: i64) -> Result<(), sqlx::Error> {
+    for id in ids {
+        sqlx::query("update login_failure set at_ms = $1 where id = $2")
+            .bind(at_ms)
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
 /// Forgets every failure counted against `key`.
 pub async fn forgive(conn: &mut AnyConnection, key: &str) -> Result<(), sqlx::Error> {
     sqlx::query("delete from login_failure where key = $1")

@@ -89,8 +89,7 @@ pub async fn login(
     let user = match (verified, user) {
         (true, Some(user)) => user,
         _ => {
-            // The attempt stays counted as a failure.
-            drop(attempt);
+            attempt.failed().await;
             tracing::warn!(account = %short(&account), client = %peer.ip(), "sign-in failed");
             audit(&state, &account, "sign_in_failed", peer).await;
             return failure(json, &next, Failure::Invalid);
@@ -98,7 +97,7 @@ pub async fn login(
     };
     // A disabled account signs in as no account does: the same answer, counted the same.
     if user.disabled_at.is_some() {
-        drop(attempt);
+        attempt.failed().await;
         tracing::warn!(account = %short(&account), client = %peer.ip(), "sign-in refused: the account is disabled");
         audit(&state, &account, "sign_in_failed", peer).await;
         return failure(json, &next, Failure::Invalid);
