@@ -242,6 +242,16 @@ pub struct Config {
         global = true
     )]
     pub login_max_failures_per_account: u32,
+    /// Seconds an address waits after the first failure past the per-account ceiling; the
+    /// wait doubles after each further failure, up to the window.
+    #[arg(
+        long,
+        env = "SANDBOX_CONSOLE_LOGIN_ACCOUNT_BACKOFF_SECS",
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u64).range(1..=3600),
+        global = true
+    )]
+    pub login_account_backoff_secs: u64,
     /// Failed sign-ins allowed per client address within the window.
     #[arg(
         long,
@@ -526,6 +536,10 @@ impl std::fmt::Debug for Config {
             .field(
                 "login_max_failures_per_account",
                 &self.login_max_failures_per_account,
+            )
+            .field(
+                "login_account_backoff_secs",
+                &self.login_account_backoff_secs,
             )
             .field(
                 "login_max_failures_per_address",

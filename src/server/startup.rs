@@ -187,7 +187,8 @@ impl Application {
                     config.login_max_failures_per_address,
                     config.login_max_failures_per_account,
                     Duration::from_secs(config.login_window_secs),
-                );
+                )
+                .with_backoff(Duration::from_secs(config.login_account_backoff_secs));
                 match db::Backend::of(&pool) {
                     db::Backend::Sqlite => SignInLimits::Memory(rule),
                     db::Backend::Postgres => {

@@ -7,8 +7,8 @@
 //! 2. **Address**: after `per_address` failures (20) across all accounts, the address may not
 //!    try any account (one guesser spraying many accounts).
 //! 3. **Account from everywhere**: after `per_account` failures (100) from all addresses, the
-//!    account is throttled, not locked: an address must wait between attempts, 1 s after the
-//!    first failure past the ceiling, doubling with each further one up to the window. An
+//!    account is throttled, not locked: an address must wait between attempts, 1 s (the
+//!    `backoff`) after the first failure past the ceiling, doubling with each further one up to the window. An
 //!    address the account signed in from successfully before (the last 30 days, kept here)
 //!    is exempt, so a distributed guesser slows down while the admin's usual address does not.
 //!
@@ -39,6 +39,8 @@ pub struct LoginLimiter {
     per_pair: u32,
     per_address: u32,
     per_account: u32,
+    /// The first wait past the account's ceiling (doubling after each further failure).
+    backoff: Duration,
     window: Duration,
     state: Mutex<State>,
     clock: Clock,
@@ -64,10 +66,17 @@ impl LoginLimiter {
             per_pair,
             per_address,
             per_account,
+            backoff: Duration::from_secs(1),
             window,
             state: Mutex::default(),
             clock: Clock::default(),
         }
+    }
+
+    /// The first wait past the account's ceiling, instead of 1 s.
+    pub fn with_backoff(mut self, backoff: Duration) -> Self {
+        self.backoff = backoff;
+        self
     }
 
     /// The limiter reading the time from `clock` (tests move one by hand).
@@ -144,7 +153,10 @@ impl LoginLimiter {
             prune(times, now, window);
             let over = times.len().saturating_sub(self.per_account as usize);
             if over > 0 && !known {
-                let backoff = Duration::from_secs(1u64 << (over - 1).min(20)).min(window);
+                let backoff = self
+                    .backoff
+                    .saturating_mul(1u32 << (over - 1).min(20))
+                    .min(window);
                 let last = *times.back().expect("over the ceiling means not empty");
                 let since = now - last;
                 if since < backoff {

@@ -240,3 +240,21 @@ async fn a_shared_wrong_password_is_timed_from_its_end() {
         "{began:?} -> {ended:?}"
     );
 }
+
+#[test]
+fn the_first_wait_past_the_ceiling_is_the_configured_backoff_and_doubles() {
+    let (clock, hand) = Clock::manual();
+    let limiter = LoginLimiter::new(5, 100, 1, Duration::from_secs(900))
+        .with_backoff(Duration::from_secs(30))
+        .with_clock(clock);
+    fail(&limiter, "admin", address(0)).unwrap();
+    fail(&limiter, "admin", address(1)).unwrap();
+
+    let first = fail(&limiter, "admin", address(2)).unwrap_err();
+    hand.advance(Duration::from_secs(30));
+    fail(&limiter, "admin", address(3)).unwrap();
+    let second = fail(&limiter, "admin", address(4)).unwrap_err();
+
+    assert_eq!(first, Duration::from_secs(30));
+    assert_eq!(second, Duration::from_secs(60));
+}
