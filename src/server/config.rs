@@ -223,51 +223,8 @@ pub struct Config {
     pub session_idle_minutes: u32,
     #[command(flatten)]
     pub sandbox_sessions: crate::server::session_limits::SessionLimits,
-    /// Failed sign-ins allowed per account from one client address within the window; past
-    /// it that address is locked out of that account (other addresses are not).
-    #[arg(
-        long,
-        env = "SANDBOX_CONSOLE_LOGIN_MAX_FAILURES",
-        default_value_t = 5,
-        global = true
-    )]
-    pub login_max_failures: u32,
-    /// Failed sign-ins allowed per account from all addresses within the window; past it,
-    /// addresses the account never signed in from wait between attempts, twice as long after
-    /// each further failure (up to the window).
-    #[arg(
-        long,
-        env = "SANDBOX_CONSOLE_LOGIN_MAX_FAILURES_PER_ACCOUNT",
-        default_value_t = 100,
-        global = true
-    )]
-    pub login_max_failures_per_account: u32,
-    /// Seconds an address waits after the first failure past the per-account ceiling; the
-    /// wait doubles after each further failure, up to the window.
-    #[arg(
-        long,
-        env = "SANDBOX_CONSOLE_LOGIN_ACCOUNT_BACKOFF_SECS",
-        default_value_t = 1,
-        value_parser = clap::value_parser!(u64).range(1..=3600),
-        global = true
-    )]
-    pub login_account_backoff_secs: u64,
-    /// Failed sign-ins allowed per client address within the window.
-    #[arg(
-        long,
-        env = "SANDBOX_CONSOLE_LOGIN_MAX_FAILURES_PER_ADDRESS",
-        default_value_t = 20,
-        global = true
-    )]
-    pub login_max_failures_per_address: u32,
-    /// Length of the sign-in rate-limit window, in seconds.
-    #[arg(
-        long,
-        env = "SANDBOX_CONSOLE_LOGIN_WINDOW_SECS",
-        default_value_t = 900,
-        global = true
-    )]
-    pub login_window_secs: u64,
+    #[command(flatten)]
+    pub login: crate::server::login_limits::LoginLimits,
     /// Requests each API key may make per minute (`/api/v1/*` and `/run`); 0 means no limit.
     #[arg(
         long,
@@ -532,20 +489,7 @@ impl std::fmt::Debug for Config {
             .field("secure_cookies", &self.secure_cookies)
             .field("session_idle_minutes", &self.session_idle_minutes)
             .field("sandbox_sessions", &self.sandbox_sessions)
-            .field("login_max_failures", &self.login_max_failures)
-            .field(
-                "login_max_failures_per_account",
-                &self.login_max_failures_per_account,
-            )
-            .field(
-                "login_account_backoff_secs",
-                &self.login_account_backoff_secs,
-            )
-            .field(
-                "login_max_failures_per_address",
-                &self.login_max_failures_per_address,
-            )
-            .field("login_window_secs", &self.login_window_secs)
+            .field("login", &self.login)
             .field("api_rate_limit", &self.api_rate_limit)
             .field("api_max_body_bytes", &self.api_max_body_bytes)
             .field("metrics_listen", &self.metrics_listen)

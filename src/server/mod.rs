@@ -17,6 +17,7 @@ pub mod flash;
 pub mod history;
 pub mod history_spool;
 pub mod history_writer;
+pub mod login_limits;
 pub mod metrics;
 mod per_address;
 pub mod routes;

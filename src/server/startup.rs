@@ -21,7 +21,7 @@ use crate::{
             api_key::ApiKeys,
             origin::OriginPolicy,
             password,
-            rate_limit::{LoginLimiter, SharedLoginLimiter, SignInLimits},
+            rate_limit::{SharedLoginLimiter, SignInLimits},
             session,
         },
         config::Config,
@@ -182,13 +182,7 @@ impl Application {
             pool: pool.clone(),
             leptos_options,
             login_limiter: Arc::new({
-                let rule = LoginLimiter::new(
-                    config.login_max_failures,
-                    config.login_max_failures_per_address,
-                    config.login_max_failures_per_account,
-                    Duration::from_secs(config.login_window_secs),
-                )
-                .with_backoff(Duration::from_secs(config.login_account_backoff_secs));
+                let rule = config.login.limiter();
                 match db::Backend::of(&pool) {
                     db::Backend::Sqlite => SignInLimits::Memory(rule),
                     db::Backend::Postgres => {

@@ -150,7 +150,7 @@ async fn anonymous_server_function_calls_get_401_and_signed_in_ones_succeed() {
 
 #[tokio::test]
 async fn failed_logins_lock_the_account_even_for_the_right_password() {
-    let app = spawn_app_with(|config| config.login_max_failures = 3).await;
+    let app = spawn_app_with(|config| config.login.max_failures = 3).await;
     for _ in 0..3 {
         let response = app.login_as(ADMIN, "wrong password", "/").await;
         assert_eq!(location(&response), "/login?error=invalid");
@@ -180,7 +180,7 @@ async fn failed_logins_lock_the_account_even_for_the_right_password() {
 
 #[tokio::test]
 async fn failed_logins_from_one_address_are_limited_across_accounts() {
-    let app = spawn_app_with(|config| config.login_max_failures_per_address = 4).await;
+    let app = spawn_app_with(|config| config.login.max_failures_per_address = 4).await;
     for n in 0..4 {
         app.login_as(&format!("guess{n}"), "wrong password", "/")
             .await;

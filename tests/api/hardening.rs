@@ -757,8 +757,8 @@ async fn many_addresses_guessing_one_account_are_slowed_but_its_known_address_is
     // A backoff no request on a loaded machine outlasts (1 s by default: CI saw sign-ins take
     // two seconds each, and the next address came after the wait was over).
     let app = spawn_app_with(|config| {
-        config.login_max_failures_per_account = 4;
-        config.login_account_backoff_secs = 600;
+        config.login.max_failures_per_account = 4;
+        config.login.account_backoff_secs = 600;
     })
     .await;
     let admin = client_from(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1)));
