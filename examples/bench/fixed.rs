@@ -108,6 +108,7 @@ impl SandboxProvider for Fixed {
                     .await
                     .map_err(|_| Error::PoolBusy {
                         retry_after: Duration::from_secs(1),
+                        detail: None,
                     })?
                     .map_err(|_| Error::Backend("the slots were closed".into()))?,
             ),

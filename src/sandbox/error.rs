@@ -23,8 +23,12 @@ pub enum Error {
     Unauthenticated(String),
     #[error("the provider did not answer within {0:?}")]
     Timeout(Duration),
-    #[error("every sandbox is busy; retry in {retry_after:?}")]
-    PoolBusy { retry_after: Duration },
+    #[error("every sandbox is busy; retry in {retry_after:?}{}", detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    PoolBusy {
+        retry_after: Duration,
+        /// What the provider knows of its pool (a warm pool's ready sandboxes), for the message.
+        detail: Option<String>,
+    },
     #[error("this provider does not run {0}")]
     Unsupported(Language),
     #[error("the provider failed: {0}")]

@@ -230,7 +230,7 @@ async fn api_calls_give_up_after_the_request_timeout_and_rate_limits_are_pool_bu
     );
     assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
     assert!(
-        matches!(busy, Error::PoolBusy { retry_after } if retry_after.as_secs() == 7),
+        matches!(busy, Error::PoolBusy { retry_after, .. } if retry_after.as_secs() == 7),
         "{busy}"
     );
 }

@@ -35,6 +35,7 @@ mod helpers;
 mod history;
 mod history_outage;
 mod hostile_text;
+mod kubernetes_provider;
 mod layout;
 mod metrics;
 mod output_sizes;

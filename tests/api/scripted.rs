@@ -129,6 +129,7 @@ impl SandboxProvider for Scripted {
             _ if code.contains("BUSY") => {
                 return Err(Error::PoolBusy {
                     retry_after: Duration::from_secs(3),
+                    detail: None,
                 })
             }
             _ if code.contains("UNREACHABLE") => {

@@ -6,8 +6,12 @@ pub mod docker;
 pub mod e2b;
 mod fields;
 mod http;
+// Not registered yet (issue 32 in progress: deployment, RBAC, sessions and sandboxd to come);
+// built and tested against the Kubernetes fake (tests/api/kubernetes_provider.rs).
+pub mod kubernetes;
 pub mod local;
 mod open_sandboxes;
+mod owner;
 pub mod self_managed;
 pub mod ssh;
 pub mod tenki;

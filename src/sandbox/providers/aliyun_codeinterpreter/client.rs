@@ -53,6 +53,7 @@ impl Answer {
             )),
             StatusCode::TOO_MANY_REQUESTS => Error::PoolBusy {
                 retry_after: Duration::from_secs(2),
+                detail: None,
             },
             status => AgentRunError::Api {
                 what: what.to_owned(),

@@ -10,7 +10,6 @@ mod error;
 mod health;
 mod heartbeat;
 mod inspect;
-mod owner;
 mod pool;
 mod run;
 pub mod runtimes;
@@ -23,11 +22,11 @@ use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
+pub use crate::sandbox::providers::owner::{owner_alive, owner_of};
 pub use config::{
     build, build_provider, build_with, schema, DockerConfig, GVISOR_MIN_PIDS, RUNSC_EGRESS,
 };
 pub use engine::{LABEL_MANAGED, LABEL_OWNER, LABEL_POOL};
-pub use owner::{owner_alive, owner_of};
 
 use self::error::DockerError;
 use crate::{

@@ -181,6 +181,7 @@ impl Pool {
             Err(_) => {
                 return Err(Error::PoolBusy {
                     retry_after: Duration::from_secs(shared.config.timeout_secs.clamp(1, 5).into()),
+                    detail: None,
                 })
             }
         };

@@ -100,6 +100,7 @@ impl ControlPlane {
             }
             StatusCode::TOO_MANY_REQUESTS => Err(Error::PoolBusy {
                 retry_after: http::retry_after(&headers).unwrap_or(Duration::from_secs(5)),
+                detail: None,
             }),
             _ => Err(E2bError::Api {
                 service: self.service,

@@ -125,6 +125,7 @@ impl LocalProvider {
             // A run lasts at most the timeout; a slot frees up well before that on average.
             Err(_) => Err(Error::PoolBusy {
                 retry_after: Duration::from_secs(self.config.timeout_secs.clamp(1, 5).into()),
+                detail: None,
             }),
         }
     }

@@ -145,6 +145,7 @@ impl SelfManagedProvider {
             Ok(Ok(permit)) => Ok(Some(permit)),
             Ok(Err(_)) | Err(_) => Err(Error::PoolBusy {
                 retry_after: Duration::from_secs(1),
+                detail: None,
             }),
         }
     }
@@ -196,6 +197,7 @@ impl SelfManagedProvider {
             let retry_after = http::retry_after(response.headers()).map(|d| d.min(MAX_BACKOFF));
             let rate_limited = |retry_after: Option<Duration>| Error::PoolBusy {
                 retry_after: retry_after.unwrap_or(Duration::from_secs(1)),
+                detail: None,
             };
             if status == StatusCode::TOO_MANY_REQUESTS {
                 if retries_left {
@@ -279,6 +281,7 @@ impl SelfManagedProvider {
                 -10 => {
                     return Err(Error::PoolBusy {
                         retry_after: Duration::from_secs(1),
+                        detail: None,
                     })
                 }
                 // The executor's static analysis refused the code: the program's own failure.

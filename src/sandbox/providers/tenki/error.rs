@@ -40,6 +40,7 @@ pub(super) fn failed(what: &'static str, status: Status) -> Error {
         // Quota and rate limits: the caller may come back later.
         Code::ResourceExhausted => Error::PoolBusy {
             retry_after: Duration::from_secs(5),
+            detail: None,
         },
         Code::Unavailable
             if status.message().contains("transport") || status.message().contains("connect") =>

@@ -98,13 +98,20 @@ impl From<SandboxError> for ApiError {
     fn from(error: SandboxError) -> Self {
         let detail = with_causes(&error);
         let mut api = match &error {
-            SandboxError::PoolBusy { retry_after } => {
+            SandboxError::PoolBusy {
+                retry_after,
+                detail,
+            } => {
                 let mut busy = Self::new(
                     StatusCode::TOO_MANY_REQUESTS,
                     "pool_busy",
                     format!(
-                        "every sandbox is busy; retry in {} s",
-                        retry_after.as_secs().max(1)
+                        "every sandbox is busy; retry in {} s{}",
+                        retry_after.as_secs().max(1),
+                        detail
+                            .as_deref()
+                            .map(|d| format!(" ({d})"))
+                            .unwrap_or_default()
                     ),
                 );
                 busy.retry_after = Some(*retry_after);
@@ -280,6 +287,7 @@ mod tests {
             (
                 SandboxError::PoolBusy {
                     retry_after: Duration::from_millis(1500),
+                    detail: None,
                 },
                 429,
             ),
@@ -305,6 +313,7 @@ mod tests {
     fn busy_answers_carry_retry_after_rounded_up() {
         let response = ApiError::from(SandboxError::PoolBusy {
             retry_after: Duration::from_millis(1500),
+            detail: None,
         })
         .into_response();
         assert_eq!(response.headers()[header::RETRY_AFTER], "2");

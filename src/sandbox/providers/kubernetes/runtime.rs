@@ -1,0 +1,147 @@
+//! The runtime in a claimed pod, as agent-sandbox's example Python runtime serves it
+//! (`examples/python-runtime-sandbox`): `POST /upload` (multipart, part `file`, its file name
+//! the path under the runtime's base folder) and `POST /execute` `{command}` (split like a
+//! shell would, run without one, in the base folder) answering `{stdout, stderr, exit_code}`.
+
+use serde::Deserialize;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::{error::KubernetesError, reach::Reached};
+
+/// One run's answer.
+#[derive(Debug, Default)]
+pub struct Ran {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: Option<i64>,
+    /// The deadline passed before the answer came.
+    pub timed_out: bool,
+    /// The answer was longer than the room allowed.
+    pub over: bool,
+}
+
+#[derive(Deserialize)]
+struct Executed {
+    #[serde(default)]
+    stdout: String,
+    #[serde(default)]
+    stderr: String,
+    exit_code: i64,
+}
+
+pub struct Runtime<'a> {
+    pub client: &'a reqwest::Client,
+    pub reached: &'a Reached,
+    pub sandbox: &'a str,
+    pub request_timeout: std::time::Duration,
+}
+
+impl Runtime<'_> {
+    fn failed(&self, message: String) -> KubernetesError {
+        KubernetesError::Runtime {
+            sandbox: self.sandbox.to_owned(),
+            message,
+        }
+    }
+
+    /// Writes `contents` as `name` in the runtime's base folder.
+    pub async fn upload(&self, name: &str, contents: Vec<u8>) -> Result<(), KubernetesError> {
+        let part = reqwest::multipart::Part::bytes(contents).file_name(name.to_owned());
+        let answer = self
+            .client
+            .post(format!("{}/upload", self.reached.base))
+            .headers(self.reached.headers.clone())
+            .timeout(self.request_timeout)
+            .multipart(reqwest::multipart::Form::new().part("file", part))
+            .send()
+            .await
+            .map_err(|e| self.failed(format!("the upload of the program got no answer: {e}")))?;
+        if !answer.status().is_success() {
+            let status = answer.status();
+            let body = answer.text().await.unwrap_or_default();
+            return Err(self.failed(format!(
+                "the upload of the program was answered {status}: {}",
+                body.chars().take(300).collect::<String>()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Runs `command` until `deadline`, reading at most `room` bytes of answer.
+    pub async fn execute(
+        &self,
+        command: &str,
+        deadline: Instant,
+        room: usize,
+    ) -> Result<Ran, KubernetesError> {
+        let sent = self
+            .client
+            .post(format!("{}/execute", self.reached.base))
+            .headers(self.reached.headers.clone())
+            .json(&json!({ "command": command }))
+            .send();
+        let mut answer = match tokio::time::timeout_at(deadline, sent).await {
+            Err(_) => {
+                return Ok(Ran {
+                    timed_out: true,
+                    ..Ran::default()
+                })
+            }
+            Ok(Err(e)) => {
+                return Err(self.failed(format!(
+                    "the run got no answer (the pod may have gone away): {e}"
+                )))
+            }
+            Ok(Ok(answer)) => answer,
+        };
+        let status = answer.status();
+        let mut body = Vec::new();
+        loop {
+            match tokio::time::timeout_at(deadline, answer.chunk()).await {
+                Err(_) => {
+                    return Ok(Ran {
+                        timed_out: true,
+                        ..Ran::default()
+                    })
+                }
+                Ok(Err(e)) => {
+                    return Err(self.failed(format!(
+                        "the run's answer broke off (the pod may have gone away): {e}"
+                    )))
+                }
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(chunk))) => {
+                    if body.len() + chunk.len() > room {
+                        return Ok(Ran {
+                            over: true,
+                            ..Ran::default()
+                        });
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+            }
+        }
+        if !status.is_success() {
+            return Err(self.failed(format!(
+                "the run was answered {status}: {}",
+                String::from_utf8_lossy(&body)
+                    .chars()
+                    .take(300)
+                    .collect::<String>()
+            )));
+        }
+        let executed: Executed = serde_json::from_slice(&body).map_err(|e| {
+            self.failed(format!(
+                "the run's answer is not the runtime's {{stdout, stderr, exit_code}}: {e}"
+            ))
+        })?;
+        Ok(Ran {
+            stdout: executed.stdout,
+            stderr: executed.stderr,
+            exit_code: Some(executed.exit_code),
+            timed_out: false,
+            over: false,
+        })
+    }
+}
