@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::sandbox::Error;
+use crate::sandbox::{providers::http, Error};
 
 use super::KIND;
 
@@ -65,23 +65,14 @@ impl KubernetesError {
             kube::Error::Api(status) => KubernetesError::Api {
                 call,
                 code: status.code,
-                message: excerpt(&status.message),
+                message: http::one_line(&status.message),
             },
             other => KubernetesError::Unreachable {
                 call,
-                message: excerpt(&other.to_string()),
+                message: http::one_line(&other.to_string()),
             },
         }
     }
-}
-
-/// The start of a long message (an HTML page from a proxy, say).
-fn excerpt(text: &str) -> String {
-    let mut cut: String = text.chars().take(300).collect();
-    if cut.len() < text.len() {
-        cut.push('…');
-    }
-    cut
 }
 
 impl From<KubernetesError> for Error {

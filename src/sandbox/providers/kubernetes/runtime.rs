@@ -8,6 +8,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::{error::KubernetesError, reach::Reached};
+use crate::sandbox::providers::http;
 
 /// One run's answer.
 #[derive(Debug, Default)]
@@ -59,10 +60,10 @@ impl Runtime<'_> {
             .map_err(|e| self.failed(format!("the upload of the program got no answer: {e}")))?;
         if !answer.status().is_success() {
             let status = answer.status();
-            let body = answer.text().await.unwrap_or_default();
+            let body = answer.bytes().await.unwrap_or_default();
             return Err(self.failed(format!(
-                "the upload of the program was answered {status}: {}",
-                body.chars().take(300).collect::<String>()
+                "the upload of the program was answered {status} {}",
+                http::described(&body)
             )));
         }
         Ok(())
@@ -75,13 +76,18 @@ impl Runtime<'_> {
         deadline: Instant,
         room: usize,
     ) -> Result<Ran, KubernetesError> {
-        let sent = self
-            .client
-            .post(format!("{}/execute", self.reached.base))
-            .headers(self.reached.headers.clone())
-            .json(&json!({ "command": command }))
-            .send();
-        let mut answer = match tokio::time::timeout_at(deadline, sent).await {
+        let ran = async {
+            let answer = self
+                .client
+                .post(format!("{}/execute", self.reached.base))
+                .headers(self.reached.headers.clone())
+                .json(&json!({ "command": command }))
+                .send()
+                .await?;
+            let status = answer.status();
+            Ok::<_, reqwest::Error>((status, http::read_limited(answer, room).await?))
+        };
+        let (status, body) = match tokio::time::timeout_at(deadline, ran).await {
             Err(_) => {
                 return Ok(Ran {
                     timed_out: true,
@@ -90,45 +96,21 @@ impl Runtime<'_> {
             }
             Ok(Err(e)) => {
                 return Err(self.failed(format!(
-                    "the run got no answer (the pod may have gone away): {e}"
+                    "the run got no whole answer (the pod may have gone away): {e}"
                 )))
             }
-            Ok(Ok(answer)) => answer,
-        };
-        let status = answer.status();
-        let mut body = Vec::new();
-        loop {
-            match tokio::time::timeout_at(deadline, answer.chunk()).await {
-                Err(_) => {
-                    return Ok(Ran {
-                        timed_out: true,
-                        ..Ran::default()
-                    })
-                }
-                Ok(Err(e)) => {
-                    return Err(self.failed(format!(
-                        "the run's answer broke off (the pod may have gone away): {e}"
-                    )))
-                }
-                Ok(Ok(None)) => break,
-                Ok(Ok(Some(chunk))) => {
-                    if body.len() + chunk.len() > room {
-                        return Ok(Ran {
-                            over: true,
-                            ..Ran::default()
-                        });
-                    }
-                    body.extend_from_slice(&chunk);
-                }
+            Ok(Ok((_, http::Body::Over))) => {
+                return Ok(Ran {
+                    over: true,
+                    ..Ran::default()
+                })
             }
-        }
+            Ok(Ok((status, http::Body::Complete(body)))) => (status, body),
+        };
         if !status.is_success() {
             return Err(self.failed(format!(
-                "the run was answered {status}: {}",
-                String::from_utf8_lossy(&body)
-                    .chars()
-                    .take(300)
-                    .collect::<String>()
+                "the run was answered {status} {}",
+                http::described(&body)
             )));
         }
         let executed: Executed = serde_json::from_slice(&body).map_err(|e| {
