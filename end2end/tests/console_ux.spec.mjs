@@ -14,10 +14,6 @@ test.beforeEach(async ({ page }) => {
 });
 
 test('a save that breaks the active provider does not go live, and Restore brings the previous version back', async ({ page, javaScriptEnabled }, testInfo) => {
-  // Four saves or restores with a health check each, a trial run and six page loads: 32-55 s
-  // in CI27 and CI28, past the default 60 s in CI29 on a busier machine. Each step keeps its
-  // own 10 s limit.
-  test.setTimeout(120_000);
   await page.goto('/admin/sandbox-settings?provider=local');
   await expectInteractive(page, javaScriptEnabled);
   const python = page.locator('#field-python_path');

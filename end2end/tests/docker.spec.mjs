@@ -22,7 +22,6 @@ test.afterEach(async ({ page }) => {
 });
 
 test('an admin configures the docker provider, tests it, and runs code in a container', async ({ page, javaScriptEnabled }, testInfo) => {
-  test.setTimeout(90_000);
   await page.goto('/admin/sandbox-settings');
   await expectInteractive(page, javaScriptEnabled);
   await page.getByTestId('provider-docker').click();

@@ -38,7 +38,6 @@ test.afterEach(async ({ page }) => {
 });
 
 test('an admin allows a host, tests the list, and a trial run fetches from it', async ({ page, javaScriptEnabled }, testInfo) => {
-  test.setTimeout(90_000);
   await page.goto('/admin/sandbox-settings?provider=local');
   await expectInteractive(page, javaScriptEnabled);
   await page.getByLabel('Network', { exact: true }).selectOption('allow-list');

@@ -60,7 +60,6 @@ test.beforeEach(async ({ page }) => {
 for (const provider of providers) {
   test(`an admin points ${provider.kind} at its service; a wrong secret fails clearly, the right one passes`, async ({ page, javaScriptEnabled }, testInfo) => {
     test.skip(provider.jsOnly && !javaScriptEnabled, 'its form is covered without JavaScript by the rows above');
-    test.setTimeout(90_000);
     const [secretKey, secret] = provider.secret;
     const fill = async (secretValue) => {
       for (const [key, value] of Object.entries(provider.fields)) {

@@ -20,7 +20,6 @@ test.beforeEach(async ({ page }) => {
 });
 
 test('an admin points ssh at a host: unknown key and wrong password refused clearly, password and key pass', async ({ page, javaScriptEnabled }, testInfo) => {
-  test.setTimeout(120_000);
   // A work folder of this test's own, owned by the test account.
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-ssh-'));
   const owner = fs.statSync(path.join(state, 'home'));
