@@ -7,7 +7,8 @@ console's /readyz and /healthz, the port the image exposes, the Secret keys the 
 reads, selectors that select the pods, non-root everywhere, replicas that share one database
 and key, the proxy balancing over every replica without sticky sessions, and the agent-sandbox
 objects against their documented v1beta1 fields (extensions/api/v1beta1/*_types.go; their CRD
-schemas are not vendored here). `--self-test` breaks each rule once and expects a complaint.
+schemas are not vendored here), and the objects the `kubernetes` provider uses against its
+source (deploy_check_provider.py). `--self-test` breaks each rule once and expects a complaint.
 
 Usage: deploy_check.py ROOT [--self-test]
 """
@@ -22,6 +23,8 @@ import sys
 import yaml
 from dockerfile_parse import DockerfileParser
 import kubernetes_validate
+
+import deploy_check_provider
 
 # Versions validated against: the oldest with the native preStop sleep, and the newest the
 # validator knows.
@@ -432,14 +435,17 @@ def load(root):
         if name.endswith(".yaml") and name != "kustomization.yaml":
             with open(os.path.join(folder, name)) as f:
                 docs_by_file[name] = [doc for doc in yaml.safe_load_all(f) if doc]
-    return dockerfile, compose, caddy_json, folder, docs_by_file, kustomization
+    generated = deploy_check_provider.generated_config_maps(folder, kustomization)
+    provider = deploy_check_provider.provider_side(root)
+    return dockerfile, compose, caddy_json, folder, docs_by_file, kustomization, generated, provider
 
 
-def check_all(dockerfile, compose, caddy_json, folder, docs_by_file, kustomization):
+def check_all(dockerfile, compose, caddy_json, folder, docs_by_file, kustomization, generated, provider):
     problems = Problems()
     check_dockerfile(dockerfile, problems)
     check_compose(compose, caddy_json, problems)
     check_kubernetes(folder, docs_by_file, kustomization, problems)
+    deploy_check_provider.check(docs_by_file, generated, provider, problems)
     return problems.items
 
 
@@ -524,6 +530,7 @@ def self_test(loaded):
             lambda d: find(d, "SandboxTemplate")["spec"]["networkPolicy"].__setitem__("egress", [{"to": "everyone"}])),
             "spec.networkPolicy"),
     }
+    mutations.update(deploy_check_provider.mutations(find, mutate_k8s))
     failures = []
     for name, (mutation, expected) in mutations.items():
         state = list(copy.deepcopy(loaded))
