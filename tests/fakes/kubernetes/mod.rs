@@ -21,6 +21,9 @@
 
 mod crd;
 mod pod;
+mod pool;
+pub mod router;
+mod watch;
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -30,13 +33,14 @@ use std::{
 };
 
 use axum::{
-    body::{Body, Bytes},
-    extract::{Path, Query, State},
+    body::Bytes,
+    extract::{Path, State},
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
     Json, Router,
 };
+use futures_util::future::BoxFuture;
 use sandbox_console::sandbox::providers::local::LocalProvider;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
@@ -64,6 +68,26 @@ pub struct Options {
     pub close_watches_after: Option<usize>,
     /// The pod dies when a run starts.
     pub kill_pod_on_execute: bool,
+    /// Pods made by the test (containers serving on the provider's runtime port, one per
+    /// claim, removed with it) instead of the ones the fake serves.
+    pub pods: Option<Pods>,
+}
+
+/// Makes a claim's pod and removes it (a test's containers).
+pub trait PodMaker: Send + Sync {
+    /// The pod IP of a new pod for `claim`, once its runtime answers (as a readiness probe).
+    fn make(&self, claim: &str) -> BoxFuture<'static, IpAddr>;
+    /// The claim is gone: its pod goes too.
+    fn remove(&self, claim: &str);
+}
+
+#[derive(Clone)]
+pub struct Pods(pub Arc<dyn PodMaker>);
+
+impl std::fmt::Debug for Pods {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pods")
+    }
 }
 
 impl Default for Options {
@@ -77,6 +101,7 @@ impl Default for Options {
             denied: Vec::new(),
             close_watches_after: None,
             kill_pod_on_execute: false,
+            pods: None,
         }
     }
 }
@@ -129,6 +154,17 @@ impl Inner {
         }
         let object = self.change(&mut cluster, "MODIFIED", object);
         cluster.claims.insert(claim.to_owned(), object);
+    }
+
+    /// The pod IP of the sandbox named `sandbox` (what the cluster's DNS would answer).
+    pub fn pod_of_sandbox(&self, sandbox: &str) -> Option<IpAddr> {
+        let cluster = self.cluster.lock().unwrap();
+        cluster
+            .claims
+            .iter()
+            .find(|(_, claim)| claim["status"]["sandbox"]["name"] == sandbox)
+            .and_then(|(name, _)| cluster.pods.get(name))
+            .map(|(address, _, _)| *address)
     }
 
     /// The pod of `claim` died: its claim says so.
@@ -219,19 +255,19 @@ pub async fn start(options: Options) -> Kubernetes {
     });
     let claims = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxclaims";
     let router = Router::new()
-        .route(claims, get(list_or_watch).post(create))
+        .route(claims, get(watch::list_or_watch).post(create))
         .route(&format!("{claims}/{{name}}"), get(read).delete(remove))
         .route(
             "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxwarmpools/{name}",
-            get(warm_pool),
+            get(pool::warm_pool),
         )
         .route(
             "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxtemplates/{name}",
-            get(template),
+            get(pool::template),
         )
         .route(
             "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-            post(review),
+            post(pool::review),
         )
         .with_state(inner.clone());
     Kubernetes {
@@ -389,18 +425,30 @@ async fn control(inner: Arc<Inner>, claim: String, pool: String) {
         cluster.next_address += 1;
         cluster.next_address
     };
-    let (listener, address) = pod::listen(first, inner.port).await;
-    let server = pod::serve(inner.clone(), claim.clone(), listener);
+    let (address, server) = match inner.options.pods.clone() {
+        Some(pods) => (pods.0.make(&claim).await, None),
+        None => {
+            let (listener, address) = pod::listen(first, inner.port).await;
+            (
+                address,
+                Some(pod::serve(inner.clone(), claim.clone(), listener)),
+            )
+        }
+    };
     {
         let mut cluster = inner.cluster.lock().unwrap();
         if !cluster.claims.contains_key(&claim) {
-            server.abort();
+            if let Some(server) = server {
+                server.abort();
+            }
+            if let Some(pods) = &inner.options.pods {
+                pods.0.remove(&claim);
+            }
             return;
         }
-        cluster.pods.insert(
-            claim.clone(),
-            (address, pod::Files::default(), Some(server)),
-        );
+        cluster
+            .pods
+            .insert(claim.clone(), (address, pod::Files::default(), server));
     }
     let suffix: String = (0..5)
         .map(|_| (b'a' + rand::random::<u8>() % 26) as char)
@@ -441,6 +489,9 @@ async fn remove(
     if let Some((_, _, Some(server))) = cluster.pods.remove(&name) {
         server.abort();
     }
+    if let Some(pods) = &inner.options.pods {
+        pods.0.remove(&name);
+    }
     let uid = object["metadata"]["uid"].clone();
     inner.change(&mut cluster, "DELETED", object);
     Json(json!({
@@ -448,185 +499,4 @@ async fn remove(
         "details": { "name": name, "group": GROUP, "kind": "sandboxclaims", "uid": uid },
     }))
     .into_response()
-}
-
-fn labelled(object: &Value, selector: &str) -> bool {
-    selector.split(',').filter(|s| !s.is_empty()).all(|pair| {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        object["metadata"]["labels"][key].as_str() == Some(value)
-    })
-}
-
-async fn list_or_watch(
-    State(inner): State<Arc<Inner>>,
-    Path(ns): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-) -> Response {
-    let watching = query.get("watch").is_some_and(|w| w == "true" || w == "1");
-    let verb = if watching { "watch" } else { "list" };
-    if let Some(refusal) = refused(&inner, &headers, verb, "sandboxclaims", &ns) {
-        return refusal;
-    }
-    let selector = query.get("labelSelector").cloned().unwrap_or_default();
-    let name = query
-        .get("fieldSelector")
-        .and_then(|f| f.strip_prefix("metadata.name="))
-        .map(str::to_owned);
-    if !watching {
-        let cluster = inner.cluster.lock().unwrap();
-        let items: Vec<Value> = cluster
-            .claims
-            .values()
-            .filter(|c| {
-                labelled(c, &selector) && name.as_deref().is_none_or(|n| c["metadata"]["name"] == n)
-            })
-            .cloned()
-            .collect();
-        return Json(json!({
-            "apiVersion": API, "kind": "SandboxClaimList",
-            "metadata": { "resourceVersion": cluster.version.to_string() }, "items": items,
-        }))
-        .into_response();
-    }
-    let from: u64 = query
-        .get("resourceVersion")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let timeout = Duration::from_secs(
-        query
-            .get("timeoutSeconds")
-            .and_then(|t| t.parse().ok())
-            .unwrap_or(290),
-    );
-    let changes = inner.changed.subscribe();
-    let deadline = tokio::time::Instant::now() + timeout;
-    let close_after = inner.options.close_watches_after;
-    let events = futures_util::stream::unfold(
-        (inner, changes, from, 0usize, false),
-        move |(inner, mut changes, mut last, mut sent, done)| {
-            let (name, selector) = (name.clone(), selector.clone());
-            async move {
-                if done || close_after.is_some_and(|n| sent >= n) {
-                    return None;
-                }
-                loop {
-                    let next = {
-                        let cluster = inner.cluster.lock().unwrap();
-                        let oldest = cluster.events.first().map_or(0, |e| e.0);
-                        if last != 0 && last + 1 < oldest {
-                            Some(json!({ "type": "ERROR", "object": {
-                                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                "message": format!("too old resource version: {last} ({oldest})"), "reason": "Expired", "code": 410 } }))
-                        } else {
-                            cluster
-                                .events
-                                .iter()
-                                .find(|(v, _, o)| {
-                                    *v > last
-                                        && labelled(o, &selector)
-                                        && name
-                                            .as_deref()
-                                            .is_none_or(|n| o["metadata"]["name"] == n)
-                                })
-                                .map(|(v, kind, object)| {
-                                    last = *v;
-                                    json!({ "type": kind, "object": object })
-                                })
-                        }
-                    };
-                    if let Some(event) = next {
-                        let expired = event["type"] == "ERROR";
-                        sent += 1;
-                        let line = Bytes::from(format!("{event}\n"));
-                        return Some((
-                            Ok::<_, std::io::Error>(line),
-                            (inner, changes, last, sent, expired),
-                        ));
-                    }
-                    match tokio::time::timeout_at(deadline, changes.recv()).await {
-                        Err(_) | Ok(Err(broadcast::error::RecvError::Closed)) => return None,
-                        Ok(_) => {}
-                    }
-                }
-            }
-        },
-    );
-    Response::builder()
-        .header("content-type", "application/json")
-        .body(Body::from_stream(events))
-        .unwrap()
-}
-
-async fn warm_pool(
-    State(inner): State<Arc<Inner>>,
-    Path((ns, name)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> Response {
-    if let Some(refusal) = refused(&inner, &headers, "get", "sandboxwarmpools", &ns) {
-        return refusal;
-    }
-    if name != POOL {
-        return not_found("sandboxwarmpools", &name);
-    }
-    let mut status = json!({ "replicas": inner.options.desired, "selector": "agents.x-k8s.io/warm-pool-sandbox=1a2b3c4d" });
-    // Omitted when zero, as the controller writes it.
-    if inner.options.ready_replicas > 0 {
-        status["readyReplicas"] = json!(inner.options.ready_replicas);
-    }
-    Json(json!({
-        "apiVersion": API, "kind": "SandboxWarmPool",
-        "metadata": { "name": POOL, "namespace": ns, "resourceVersion": "7" },
-        "spec": { "replicas": inner.options.desired, "sandboxTemplateRef": { "name": POOL }, "updateStrategy": { "type": "Recreate" } },
-        "status": status,
-    }))
-    .into_response()
-}
-
-async fn template(
-    State(inner): State<Arc<Inner>>,
-    Path((ns, name)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> Response {
-    if let Some(refusal) = refused(&inner, &headers, "get", "sandboxtemplates", &ns) {
-        return refusal;
-    }
-    if name != POOL {
-        return not_found("sandboxtemplates", &name);
-    }
-    let mut spec = json!({ "containers": [{ "name": "runtime", "image": "sandbox-runtime", "ports": [{ "containerPort": 8888 }] }] });
-    if let Some(class) = &inner.options.runtime_class {
-        spec["runtimeClassName"] = json!(class);
-    }
-    Json(json!({
-        "apiVersion": API, "kind": "SandboxTemplate",
-        "metadata": { "name": POOL, "namespace": ns, "resourceVersion": "5" },
-        "spec": { "podTemplate": { "spec": spec }, "networkPolicyManagement": "Managed" },
-    }))
-    .into_response()
-}
-
-async fn review(
-    State(inner): State<Arc<Inner>>,
-    headers: HeaderMap,
-    Json(mut body): Json<Value>,
-) -> Response {
-    let bearer = headers.get("authorization").and_then(|v| v.to_str().ok());
-    if bearer != Some(&format!("Bearer {TOKEN}")) {
-        return status(
-            StatusCode::UNAUTHORIZED,
-            "Unauthorized",
-            "Unauthorized".into(),
-        );
-    }
-    let asked = &body["spec"]["resourceAttributes"];
-    let verb = asked["verb"].as_str().unwrap_or_default();
-    let resource = asked["resource"].as_str().unwrap_or_default();
-    let allowed = !inner
-        .options
-        .denied
-        .iter()
-        .any(|(v, r)| *v == verb && *r == resource);
-    body["status"] = json!({ "allowed": allowed });
-    (StatusCode::CREATED, Json(body)).into_response()
 }

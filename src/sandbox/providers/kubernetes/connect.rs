@@ -23,6 +23,7 @@ pub async fn client(config: &KubernetesConfig) -> Result<(Client, String), Kuber
                     .map(str::to_owned),
                 ..KubeConfigOptions::default()
             };
+            refuse_plugins(&file, options.context.as_deref())?;
             Config::from_custom_kubeconfig(file, &options)
                 .await
                 .map_err(|e| KubernetesError::Credentials(format!("the kubeconfig file: {e}")))?
@@ -57,6 +58,41 @@ pub async fn client(config: &KubernetesConfig) -> Result<(Client, String), Kuber
     let client = Client::try_from(kube_config)
         .map_err(|e| KubernetesError::Credentials(format!("cannot set up the client: {e}")))?;
     Ok((client, server))
+}
+
+/// Refuses a kubeconfig whose chosen user gets its credentials from a program (`exec`) or an
+/// auth provider: the console runs no program named in a file, with its own environment, on
+/// its own host. A token, a token file or a client certificate is what it reads.
+fn refuse_plugins(file: &Kubeconfig, context: Option<&str>) -> Result<(), KubernetesError> {
+    let Some(name) = context.or(file.current_context.as_deref()) else {
+        return Ok(());
+    };
+    let user = file
+        .contexts
+        .iter()
+        .find(|c| c.name == name)
+        .and_then(|c| c.context.as_ref())
+        .and_then(|c| c.user.as_deref());
+    let Some(info) = user.and_then(|user| {
+        file.auth_infos
+            .iter()
+            .find(|a| a.name == user)
+            .and_then(|a| a.auth_info.as_ref())
+    }) else {
+        return Ok(());
+    };
+    let how = if info.exec.is_some() {
+        "a program (exec)"
+    } else if info.auth_provider.is_some() {
+        "an auth provider"
+    } else {
+        return Ok(());
+    };
+    Err(KubernetesError::Credentials(format!(
+        "the kubeconfig's user {:?} gets its credentials from {how}, which the console does not \
+         run; give it a token, a token file or a client certificate",
+        user.unwrap_or_default()
+    )))
 }
 
 /// The CA certificates of a PEM text, as DER.
