@@ -48,6 +48,15 @@ const providers = [
     refused: 'UCloud Agent Sandbox refused the API key',
     jsOnly: true,
   },
+  {
+    kind: 'kubernetes',
+    // A bearer token for the fake API server; its pods' runtime listens on a port of its own.
+    selects: { credentials: 'token' },
+    fields: { api_url: fakes.kubernetes, runtime_port: String(fakes.kubernetes_runtime_port) },
+    secret: ['token', fakes.kubernetes_token],
+    refused: 'did not accept the credentials',
+    jsOnly: true,
+  },
 ];
 
 test.beforeEach(async ({ page }) => {
@@ -62,6 +71,9 @@ for (const provider of providers) {
     test.skip(provider.jsOnly && !javaScriptEnabled, 'its form is covered without JavaScript by the rows above');
     const [secretKey, secret] = provider.secret;
     const fill = async (secretValue) => {
+      for (const [key, value] of Object.entries(provider.selects ?? {})) {
+        await page.locator(`#field-${key}`).selectOption(value);
+      }
       for (const [key, value] of Object.entries(provider.fields)) {
         await page.locator(`#field-${key}`).fill(value);
       }

@@ -73,7 +73,8 @@ async fn configure_reads_the_environment_and_refuses_bad_values() {
             "aliyun_codeinterpreter",
             "e2b",
             "tenki",
-            "ucloud_agent_sandbox"
+            "ucloud_agent_sandbox",
+            "kubernetes"
         ]
     );
 

@@ -52,6 +52,7 @@ async fn kubernetes_passes_the_conformance_suite_against_its_fake_and_leaves_no_
     assert!(health.healthy, "{}", health.message);
     assert_eq!(health.details["ready_replicas"], 4);
     assert_eq!(health.details["runtime_class"], "gvisor");
+    assert_eq!(health.details["network"], "none");
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(cluster.claims_made() > 0);
     assert_eq!(cluster.live_claims(), 0, "every claim was deleted");

@@ -69,6 +69,7 @@ async fn providers_and_schemas_come_in_ragflows_envelope() {
             "e2b",
             "tenki",
             "ucloud_agent_sandbox",
+            "kubernetes",
             "scripted"
         ],
         "RAGFlow's own ids for the remote providers"

@@ -366,6 +366,11 @@ async fn the_page_offers_ragflows_seven_providers_and_docker_in_both_languages()
             "UCloud Agent Sandbox",
             "UCloud Agent Sandbox",
         ),
+        (
+            "kubernetes",
+            "Kubernetes (agent-sandbox)",
+            "Kubernetes（agent-sandbox）",
+        ),
     ];
 
     let english = page("/admin/sandbox-settings", "en-US").await;

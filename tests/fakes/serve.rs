@@ -16,6 +16,7 @@ async fn main() {
     let agentrun = fakes::agentrun::start().await;
     let ucloud = fakes::ucloud::start().await;
     let tenki = fakes::tenki::start().await;
+    let kubernetes = fakes::kubernetes::start(fakes::kubernetes::Options::default()).await;
     println!(
         "{}",
         serde_json::json!({
@@ -31,6 +32,9 @@ async fn main() {
             "ucloud_api_key": fakes::ucloud::API_KEY,
             "tenki": tenki.url(),
             "tenki_api_key": fakes::tenki::API_KEY,
+            "kubernetes": kubernetes.url(),
+            "kubernetes_token": fakes::kubernetes::TOKEN,
+            "kubernetes_runtime_port": kubernetes.runtime_port(),
         })
     );
     std::future::pending::<()>().await;

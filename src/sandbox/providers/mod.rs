@@ -6,8 +6,6 @@ pub mod docker;
 pub mod e2b;
 mod fields;
 mod http;
-// Not registered yet (issue 32 in progress: deployment, RBAC, sessions and sandboxd to come);
-// built and tested against the Kubernetes fake (tests/api/kubernetes_provider.rs).
 pub mod kubernetes;
 pub mod local;
 mod open_sandboxes;
@@ -30,6 +28,7 @@ pub fn registry() -> Registry {
         .register(e2b::kind())
         .register(tenki::kind())
         .register(ucloud_agent_sandbox::kind())
+        .register(kubernetes::kind())
 }
 
 #[cfg(test)]

@@ -295,6 +295,28 @@ pub fn not_ready(waited: Duration, pool: String) -> KubernetesError {
     KubernetesError::NotReady { waited, pool }
 }
 
+/// Deletes its claim when dropped without `done()`: a run abandoned at its deadline (its
+/// future dropped) still leaves no claim behind.
+pub struct ClaimGuard {
+    pub claims: Option<Claims>,
+    pub name: String,
+}
+
+impl Drop for ClaimGuard {
+    fn drop(&mut self) {
+        if let (Some(claims), Ok(handle)) =
+            (self.claims.take(), tokio::runtime::Handle::try_current())
+        {
+            let name = std::mem::take(&mut self.name);
+            handle.spawn(async move {
+                if let Err(error) = claims.delete(&name).await {
+                    tracing::warn!(%error, claim = %name, "could not delete an abandoned claim");
+                }
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,20 +23,41 @@ pub struct Pool {
     pub ready: u64,
     pub template: String,
     pub runtime_class: Option<String>,
+    /// Where the template's pods may connect, as its network policy says.
+    pub network: String,
 }
 
 impl Pool {
     pub fn describe(&self) -> String {
         format!(
-            "has {} of {} sandboxes ready (template {}{})",
+            "has {} of {} sandboxes ready (template {}{}, outbound network: {})",
             self.ready,
             self.desired,
             self.template,
             self.runtime_class
                 .as_deref()
                 .map(|class| format!(", RuntimeClass {class}"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            self.network
         )
+    }
+}
+
+/// The template's outbound network in words: agent-sandbox's controller writes the
+/// template's `networkPolicy` as the pods' NetworkPolicy (Managed), or its own default when
+/// there is none (the internet, no private addresses), or leaves it to the cluster (Unmanaged).
+fn network(spec: Option<&Value>) -> String {
+    let spec = spec.cloned().unwrap_or_default();
+    if spec["networkPolicyManagement"] == "Unmanaged" {
+        return "the cluster's own policies (Unmanaged)".into();
+    }
+    match spec["networkPolicy"]["egress"].as_array() {
+        _ if spec["networkPolicy"].is_null() => {
+            "agent-sandbox's default: the internet, no private addresses".into()
+        }
+        None => "none".into(),
+        Some(rules) if rules.is_empty() => "none".into(),
+        Some(rules) => format!("{} egress rule(s)", rules.len()),
     }
 }
 
@@ -78,12 +99,15 @@ pub async fn pool(client: &Client, namespace: &str, name: &str) -> Result<Pool, 
         namespace,
         &claims::resource("SandboxTemplate", "sandboxtemplates"),
     );
-    let runtime_class = match templates.get(&template).await {
-        Ok(found) => found
-            .data
-            .pointer("/spec/podTemplate/spec/runtimeClassName")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+    let (runtime_class, network) = match templates.get(&template).await {
+        Ok(found) => (
+            found
+                .data
+                .pointer("/spec/podTemplate/spec/runtimeClassName")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            network(found.data.get("spec")),
+        ),
         Err(e) => {
             return Err(KubernetesError::from_api(
                 "read the template",
@@ -98,6 +122,7 @@ pub async fn pool(client: &Client, namespace: &str, name: &str) -> Result<Pool, 
         ready,
         template,
         runtime_class,
+        network,
     })
 }
 

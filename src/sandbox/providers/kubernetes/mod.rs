@@ -11,6 +11,7 @@ mod error;
 mod health;
 mod reach;
 mod runtime;
+mod session;
 
 use std::{
     sync::Mutex,
@@ -26,7 +27,7 @@ use tokio::sync::OnceCell;
 pub use config::{build, build_provider, schema, KubernetesConfig};
 
 use self::{
-    claims::{Claims, NewClaim},
+    claims::{Bound, ClaimGuard, Claims, NewClaim},
     error::KubernetesError,
     health::Pool,
     runtime::Runtime,
@@ -84,7 +85,7 @@ pub struct KubernetesProvider {
     /// For the pods' runtimes: no overall timeout, each run's deadline applies.
     http: reqwest::Client,
     /// Claims made and not yet deleted, for the deletes at shutdown.
-    open: OpenSandboxes<()>,
+    open: std::sync::Arc<OpenSandboxes<()>>,
     /// The start-up sweep of claims left by consoles that are gone, once.
     swept: OnceCell<()>,
     /// This console, as its claims name it: a label value and the owner annotation.
@@ -115,7 +116,7 @@ impl KubernetesProvider {
         Ok(KubernetesProvider {
             http: http::client(KIND, Duration::from_secs(24 * 3600))?,
             client: OnceCell::new(),
-            open: OpenSandboxes::default(),
+            open: Default::default(),
             swept: OnceCell::new(),
             console,
             owner,
@@ -190,19 +191,19 @@ impl KubernetesProvider {
         }
     }
 
-    /// One run in a claimed sandbox; the claim is the caller's to delete.
-    async fn run_in_claim(
+    /// Creates the claim `name`, for the cluster to delete `life` after it is Ready (plus
+    /// the shutdown margin) should this console not, and waits until it is Ready: its sandbox,
+    /// and the milliseconds that took. Not Ready in time: `pool_busy` with the pool's state.
+    async fn claim(
         &self,
         claims: &Claims,
         name: &str,
-        request: &ExecRequest,
-    ) -> Result<ExecutionResult, Error> {
+        life: Duration,
+    ) -> Result<(Bound, u64), Error> {
         let started = Instant::now();
-        let timeout =
-            Duration::from_secs(sandbox::timeout_secs(request, self.config.timeout_secs).into());
         let shutdown = time::OffsetDateTime::now_utc()
             + Duration::from_secs(self.config.claim_timeout_secs.into())
-            + timeout
+            + life
             + Duration::from_secs(self.config.shutdown_after_secs.into());
         let shutdown = shutdown
             .replace_nanosecond(0)
@@ -228,7 +229,20 @@ impl KubernetesProvider {
                 return Err(error.into());
             }
         };
-        let claimed_ms = started.elapsed().as_millis() as u64;
+        Ok((bound, started.elapsed().as_millis() as u64))
+    }
+
+    /// One run in a claimed sandbox; the claim is the caller's to delete.
+    async fn run_in_claim(
+        &self,
+        claims: &Claims,
+        name: &str,
+        request: &ExecRequest,
+    ) -> Result<ExecutionResult, Error> {
+        let started = Instant::now();
+        let timeout =
+            Duration::from_secs(sandbox::timeout_secs(request, self.config.timeout_secs).into());
+        let (bound, claimed_ms) = self.claim(claims, name, timeout).await?;
         let reached = reach::reach(&self.config, &bound, timeout + Duration::from_secs(60))?;
         let runtime = Runtime {
             client: &self.http,
@@ -280,28 +294,6 @@ impl KubernetesProvider {
     }
 }
 
-/// Deletes its claim when dropped without `done()`: a run abandoned at its deadline (its
-/// future dropped) still leaves no claim behind.
-struct ClaimGuard {
-    claims: Option<Claims>,
-    name: String,
-}
-
-impl Drop for ClaimGuard {
-    fn drop(&mut self) {
-        if let (Some(claims), Ok(handle)) =
-            (self.claims.take(), tokio::runtime::Handle::try_current())
-        {
-            let name = std::mem::take(&mut self.name);
-            handle.spawn(async move {
-                if let Err(error) = claims.delete(&name).await {
-                    tracing::warn!(%error, claim = %name, "could not delete an abandoned claim");
-                }
-            });
-        }
-    }
-}
-
 #[async_trait]
 impl SandboxProvider for KubernetesProvider {
     fn info(&self) -> &ProviderInfo {
@@ -340,6 +332,7 @@ impl SandboxProvider for KubernetesProvider {
                 details.insert("desired_replicas".into(), json!(pool.desired));
                 details.insert("template".into(), json!(pool.template));
                 details.insert("runtime_class".into(), json!(pool.runtime_class));
+                details.insert("network".into(), json!(pool.network));
                 let message = format!(
                     "{server} answers; the warm pool {} {}.",
                     self.config.warm_pool.trim(),
@@ -417,6 +410,13 @@ impl SandboxProvider for KubernetesProvider {
             tracing::warn!(%error, claim = %name, "could not delete a run's claim");
         }
         result
+    }
+
+    async fn open_session(
+        &self,
+        spec: &crate::sandbox::session::SessionSpec,
+    ) -> Result<std::sync::Arc<dyn crate::sandbox::session::Session>, Error> {
+        session::open(self, spec).await
     }
 
     async fn shutdown(&self) {
