@@ -41,8 +41,11 @@ test('an admin builds an environment and runs pandas and a chart on it', async (
   // Built for real, or (the second project, a later run) found complete in the shared store.
   // Based on the default (the form's choice): its packages, then these.
   await expect(page.getByTestId('env-based-on')).toHaveText('default');
+  // Its first line comes when pip starts, after a queue slot and the package index check:
+  // over 10 s on the busy `make test` machine (CI32), so this wait is the build's, not a step's.
   await expect(page.getByTestId('build-log')).toContainText(
     /pip install numpy pandas<3 matplotlib requests|A complete build of this spec is in the store already/,
+    { timeout: 120_000 },
   );
   // The page follows the build until it is ready.
   await expect(page.locator('h1 [data-testid=env-status]')).toHaveText('ready', { timeout: 360_000 });

@@ -39,6 +39,7 @@ mod kubernetes_pods;
 mod kubernetes_provider;
 mod kubernetes_reach;
 mod kubernetes_runtime;
+mod kubernetes_sandboxd;
 mod kubernetes_sessions;
 mod layout;
 mod metrics;

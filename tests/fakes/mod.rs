@@ -10,6 +10,7 @@
 pub mod agentrun;
 pub mod e2b;
 pub mod executor_manager;
+pub mod grpc;
 pub mod kubernetes;
 pub mod tenki;
 pub mod ucloud;

@@ -17,28 +17,29 @@
 
 use std::{
     collections::HashMap,
-    convert::Infallible,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use axum::{
-    body::{Body, Bytes},
+    body::Bytes,
     extract::{Path, State},
-    http::{HeaderMap, HeaderValue},
+    http::HeaderMap,
     response::Response,
     routing::post,
     Router,
 };
-use http_body_util::StreamBody;
-use hyper::body::Frame;
 use prost::Message;
 use sandbox_console::{
     model::execution::{ExecStatus, Language},
     sandbox::providers::local::LocalProvider,
 };
 
-use super::{engine, file, id, run, serve, Served, KEPT_OUTPUT};
+use super::{
+    engine, file,
+    grpc::{answer, unframed},
+    id, run, serve, Served, KEPT_OUTPUT,
+};
 
 pub const API_KEY: &str = "tk_0123456789abcdef";
 
@@ -294,49 +295,6 @@ pub async fn start() -> Tenki {
         data,
         fake,
     }
-}
-
-/// gRPC's framing of each message: not compressed, a big-endian length.
-fn framed(messages: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for message in messages {
-        out.push(0);
-        out.extend_from_slice(&(message.len() as u32).to_be_bytes());
-        out.extend_from_slice(message);
-    }
-    out
-}
-
-fn unframed(body: &[u8]) -> Vec<&[u8]> {
-    let mut messages = Vec::new();
-    let mut at = 0;
-    while at + 5 <= body.len() {
-        let length =
-            u32::from_be_bytes([body[at + 1], body[at + 2], body[at + 3], body[at + 4]]) as usize;
-        let end = (at + 5 + length).min(body.len());
-        messages.push(&body[at + 5..end]);
-        at = end;
-    }
-    messages
-}
-
-/// A gRPC answer: the messages, then the status in trailers.
-fn answer(messages: Vec<Vec<u8>>, code: u8, message: &str) -> Response {
-    let mut trailers = HeaderMap::new();
-    trailers.insert("grpc-status", HeaderValue::from(u16::from(code)));
-    if let Ok(text) = HeaderValue::from_str(message) {
-        trailers.insert("grpc-message", text);
-    }
-    let frames = vec![
-        Ok::<_, Infallible>(Frame::data(Bytes::from(framed(&messages)))),
-        Ok(Frame::trailers(trailers)),
-    ];
-    Response::builder()
-        .header("content-type", "application/grpc")
-        .body(Body::new(StreamBody::new(futures_util::stream::iter(
-            frames,
-        ))))
-        .unwrap()
 }
 
 const UNAUTHENTICATED: u8 = 16;

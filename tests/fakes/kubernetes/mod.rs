@@ -23,6 +23,7 @@ mod crd;
 mod pod;
 mod pool;
 pub mod router;
+mod sandboxd;
 mod watch;
 
 use std::{
@@ -71,6 +72,9 @@ pub struct Options {
     /// Pods made by the test (containers serving on the provider's runtime port, one per
     /// claim, removed with it) instead of the ones the fake serves.
     pub pods: Option<Pods>,
+    /// The pods run sandboxd (REST on the runtime port, gRPC on `grpc_port`) instead of the
+    /// example runtime.
+    pub sandboxd: bool,
 }
 
 /// Makes a claim's pod and removes it (a test's containers).
@@ -102,6 +106,7 @@ impl Default for Options {
             close_watches_after: None,
             kill_pod_on_execute: false,
             pods: None,
+            sandboxd: false,
         }
     }
 }
@@ -125,6 +130,7 @@ pub struct Inner {
     pub engine: Arc<LocalProvider>,
     schema: Value,
     pub port: u16,
+    pub grpc_port: u16,
 }
 
 impl Inner {
@@ -208,6 +214,11 @@ impl Kubernetes {
         self.inner.port
     }
 
+    /// The port of every pod's sandboxd gRPC service (with `Options::sandboxd`).
+    pub fn grpc_port(&self) -> u16 {
+        self.inner.grpc_port
+    }
+
     /// Claims that exist now.
     pub fn live_claims(&self) -> usize {
         self.inner.cluster.lock().unwrap().claims.len()
@@ -241,6 +252,12 @@ impl Kubernetes {
 pub async fn start(options: Options) -> Kubernetes {
     let (first, address) = pod::listen(2 + rand::random::<u32>() % 60_000, 0).await;
     let port = first.local_addr().unwrap().port();
+    let grpc_port = tokio::net::TcpListener::bind((address, 0))
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     drop((first, address));
     let inner = Arc::new(Inner {
         cluster: Mutex::new(Cluster {
@@ -252,6 +269,7 @@ pub async fn start(options: Options) -> Kubernetes {
         engine: engine(512, KEPT_OUTPUT),
         schema: crd::schema(include_str!("SandboxClaim.yaml"), "v1beta1"),
         port,
+        grpc_port,
     });
     let claims = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxclaims";
     let router = Router::new()
@@ -429,10 +447,15 @@ async fn control(inner: Arc<Inner>, claim: String, pool: String) {
         Some(pods) => (pods.0.make(&claim).await, None),
         None => {
             let (listener, address) = pod::listen(first, inner.port).await;
-            (
-                address,
-                Some(pod::serve(inner.clone(), claim.clone(), listener)),
-            )
+            let server = if inner.options.sandboxd {
+                let grpc = tokio::net::TcpListener::bind((address, inner.grpc_port))
+                    .await
+                    .expect("the pod's gRPC port");
+                sandboxd::serve(inner.clone(), claim.clone(), listener, grpc)
+            } else {
+                pod::serve(inner.clone(), claim.clone(), listener)
+            };
+            (address, Some(server))
         }
     };
     {

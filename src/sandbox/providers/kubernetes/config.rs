@@ -31,6 +31,15 @@ pub const REACH: [(&str, &str); 2] = [
     ("router", "sandbox-router"),
 ];
 
+/// What serves programs in a claimed pod.
+pub const RUNTIMES: [(&str, &str); 2] = [
+    (
+        "example",
+        "agent-sandbox's example Python runtime (/upload, /execute)",
+    ),
+    ("sandboxd", "sandboxd (REST files, gRPC Execute)"),
+];
+
 /// How the console proves itself to the sandbox-router.
 pub const ROUTER_AUTH: [(&str, &str); 3] = [
     ("none", "None (router in allow-all mode)"),
@@ -54,7 +63,9 @@ pub struct KubernetesConfig {
     pub router_url: String,
     pub router_auth: String,
     pub router_token: String,
+    pub runtime: String,
     pub runtime_port: u16,
+    pub grpc_port: u16,
     pub claim_timeout_secs: u32,
     pub timeout_secs: u32,
     pub shutdown_after_secs: u32,
@@ -81,7 +92,9 @@ impl Default for KubernetesConfig {
             router_url: String::new(),
             router_auth: "none".into(),
             router_token: String::new(),
+            runtime: "example".into(),
             runtime_port: 8888,
+            grpc_port: 9090,
             claim_timeout_secs: 60,
             timeout_secs: 30,
             shutdown_after_secs: 600,
@@ -185,9 +198,20 @@ pub fn schema() -> ConfigSchema {
                 .destination(),
             deployment(FieldSpec::new("router_token", FieldKind::Secret, "Router token or secret"))
                 .describe("The router's bearer token, or its scoped-token signing secret (32 bytes or more)."),
+            deployment(FieldSpec::new("runtime", select(&RUNTIMES), "Runtime in the pod"))
+                .describe(
+                    "What runs programs in a claimed pod: the example Python runtime's contract \
+                     (deploy/kubernetes serves it), or sandboxd (files over REST, programs over \
+                     gRPC, reached at the pod's IP only).",
+                )
+                .default_value(json!(d.runtime))
+                .destination(),
             FieldSpec::new("runtime_port", fields::integer(1, 65_535), "Runtime port")
-                .describe("The port of the runtime in the pod (the example Python runtime's /upload and /execute).")
+                .describe("The runtime's HTTP port in the pod: the example runtime's (8888), or sandboxd's REST port (8080).")
                 .default_value(json!(d.runtime_port)),
+            FieldSpec::new("grpc_port", fields::integer(1, 65_535), "sandboxd gRPC port")
+                .describe("sandboxd's gRPC port in the pod (with the sandboxd runtime).")
+                .default_value(json!(d.grpc_port)),
             FieldSpec::new("claim_timeout_secs", fields::integer(1, 600), "Claim-ready timeout (seconds)")
                 .describe("How long a run waits for its claim to be Ready before it is refused as pool_busy (the API answers 429).")
                 .default_value(json!(d.claim_timeout_secs)),
@@ -244,6 +268,13 @@ pub fn build_provider(raw: &Map<String, Value>) -> Result<KubernetesProvider, Er
     let credentials = check.text("credentials");
     let reach = check.text("reach");
     let router_auth = check.text("router_auth");
+    check.check("runtime", |c| {
+        if c.text("runtime") == "sandboxd" && reach == "router" {
+            Err("sandboxd's gRPC does not go through the sandbox-router: reach the pods by their IP, or use the example runtime.".into())
+        } else {
+            Ok(())
+        }
+    });
     check.check("namespace", |c| {
         dns_name(&c.text("namespace"), 63).map_err(|m| m.replace('.', ""))
     });

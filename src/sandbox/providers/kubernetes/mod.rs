@@ -11,6 +11,7 @@ mod error;
 mod health;
 mod reach;
 mod runtime;
+mod sandboxd;
 mod session;
 
 use std::{

@@ -11,13 +11,15 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use serde_json::json;
 use sha2::Sha256;
 
-use super::{claims::Bound, config::KubernetesConfig, error::KubernetesError};
+use super::{claims::Bound, config::KubernetesConfig, error::KubernetesError, sandboxd::Sandboxd};
 
 /// Where a run's requests go, and what they carry.
 #[derive(Clone)]
 pub struct Reached {
     pub base: String,
     pub headers: HeaderMap,
+    /// The pod's sandboxd, when it is the runtime (`base` is then its REST port).
+    pub sandboxd: Option<Sandboxd>,
 }
 
 impl std::fmt::Debug for Reached {
@@ -48,9 +50,27 @@ pub fn reach(
         } else {
             ip.to_owned()
         };
+        let sandboxd = (config.runtime == "sandboxd")
+            .then(|| {
+                Sandboxd::at(
+                    ip,
+                    config.grpc_port,
+                    &bound.sandbox,
+                    Duration::from_secs(config.request_timeout_secs.into()),
+                )
+            })
+            .transpose()?;
         return Ok(Reached {
             base: format!("http://{host}:{port}"),
             headers: HeaderMap::new(),
+            sandboxd,
+        });
+    }
+    if config.runtime == "sandboxd" {
+        return Err(KubernetesError::Runtime {
+            sandbox: bound.sandbox.clone(),
+            message: "sandboxd's gRPC is not carried by the sandbox-router: reach the pods by IP"
+                .into(),
         });
     }
     let mut headers = HeaderMap::new();
@@ -90,6 +110,7 @@ pub fn reach(
     Ok(Reached {
         base: config.router_url.trim().trim_end_matches('/').to_owned(),
         headers,
+        sandboxd: None,
     })
 }
 

@@ -2,6 +2,7 @@
 //! (`examples/python-runtime-sandbox`): `POST /upload` (multipart, part `file`, its file name
 //! the path under the runtime's base folder) and `POST /execute` `{command}` (split like a
 //! shell would, run without one, in the base folder) answering `{stdout, stderr, exit_code}`.
+//! Or sandboxd (`sandboxd.rs`): files by REST `PUT /v1/files/{path}`, programs by gRPC.
 
 use serde::Deserialize;
 use serde_json::json;
@@ -48,6 +49,9 @@ impl Runtime<'_> {
 
     /// Writes `contents` as `name` in the runtime's base folder.
     pub async fn upload(&self, name: &str, contents: Vec<u8>) -> Result<(), KubernetesError> {
+        if self.reached.sandboxd.is_some() {
+            return self.put(name, contents).await;
+        }
         let part = reqwest::multipart::Part::bytes(contents).file_name(name.to_owned());
         let answer = self
             .client
@@ -69,6 +73,33 @@ impl Runtime<'_> {
         Ok(())
     }
 
+    /// sandboxd's `PUT /v1/files/{path}`: the raw bytes, 204 when written.
+    async fn put(&self, name: &str, contents: Vec<u8>) -> Result<(), KubernetesError> {
+        let answer = self
+            .client
+            .put(format!(
+                "{}{}",
+                self.reached.base,
+                super::sandboxd::file_path(name)
+            ))
+            .headers(self.reached.headers.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+            .timeout(self.request_timeout)
+            .body(contents)
+            .send()
+            .await
+            .map_err(|e| self.failed(format!("the upload of the program got no answer: {e}")))?;
+        if !answer.status().is_success() {
+            let status = answer.status();
+            let body = answer.bytes().await.unwrap_or_default();
+            return Err(self.failed(format!(
+                "sandboxd answered the upload of the program {status} {}",
+                http::described(&body)
+            )));
+        }
+        Ok(())
+    }
+
     /// Runs `command` until `deadline`, reading at most `room` bytes of answer.
     pub async fn execute(
         &self,
@@ -76,6 +107,11 @@ impl Runtime<'_> {
         deadline: Instant,
         room: usize,
     ) -> Result<Ran, KubernetesError> {
+        if let Some(sandboxd) = &self.reached.sandboxd {
+            let argv = shlex::split(command)
+                .ok_or_else(|| self.failed(format!("cannot split the command {command:?}")))?;
+            return sandboxd.execute(argv, deadline, room).await;
+        }
         let ran = async {
             let answer = self
                 .client
