@@ -12,11 +12,13 @@ use sandbox_console::{
         testkit, Error, SandboxProvider,
     },
 };
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::fakes::kubernetes::{self as fake, Options};
 
-fn provider(cluster: &fake::Kubernetes, extra: Value) -> KubernetesProvider {
+/// The settings of a provider on `cluster` (a bearer token, its pods' runtime port), with
+/// `extra` over them.
+pub fn settings(cluster: &fake::Kubernetes, extra: Value) -> Map<String, Value> {
     let mut config = json!({
         "credentials": "token",
         "api_url": cluster.url(),
@@ -24,15 +26,20 @@ fn provider(cluster: &fake::Kubernetes, extra: Value) -> KubernetesProvider {
         "namespace": fake::NAMESPACE,
         "warm_pool": fake::POOL,
         "runtime_port": cluster.runtime_port(),
-    });
+    })
+    .as_object()
+    .cloned()
+    .unwrap();
+    config.extend(extra.as_object().cloned().unwrap_or_default());
     config
-        .as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().cloned().unwrap_or_default());
-    kubernetes::build_provider(config.as_object().unwrap()).expect("a valid config")
 }
 
-fn python(code: &str) -> ExecRequest {
+fn provider(cluster: &fake::Kubernetes, extra: Value) -> KubernetesProvider {
+    kubernetes::build_provider(&settings(cluster, extra)).expect("a valid config")
+}
+
+/// A Python run of `code` with a 20 s limit.
+pub fn python(code: &str) -> ExecRequest {
     ExecRequest {
         language: Language::Python,
         code: code.into(),

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use hmac::{Hmac, Mac};
 use sandbox_console::{
-    model::execution::{ExecRequest, ExecStatus, Language},
+    model::execution::ExecStatus,
     sandbox::{
         providers::kubernetes::{self, KubernetesProvider},
         SandboxProvider,
@@ -17,7 +17,10 @@ use sandbox_console::{
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use crate::fakes::kubernetes::{self as fake, router, Options};
+use crate::{
+    fakes::kubernetes::{self as fake, router, Options},
+    kubernetes_provider::{python, settings},
+};
 
 /// The router's secret in scoped mode (the Go router wants 32 bytes or more).
 const SECRET: &str = "a-router-secret-of-at-least-32-bytes!";
@@ -27,30 +30,10 @@ fn provider(config: Value) -> KubernetesProvider {
 }
 
 fn through_router(cluster: &fake::Kubernetes, router: &str, extra: Value) -> KubernetesProvider {
-    let mut config = json!({
-        "credentials": "token",
-        "api_url": cluster.url(),
-        "token": fake::TOKEN,
-        "namespace": fake::NAMESPACE,
-        "warm_pool": fake::POOL,
-        "runtime_port": cluster.runtime_port(),
-        "reach": "router",
-        "router_url": router,
-    });
-    config
-        .as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().cloned().unwrap_or_default());
-    provider(config)
-}
-
-fn python(code: &str) -> ExecRequest {
-    ExecRequest {
-        language: Language::Python,
-        code: code.into(),
-        arguments: serde_json::Map::new(),
-        timeout_secs: Some(20),
-    }
+    let mut config = settings(cluster, extra);
+    config.insert("reach".into(), json!("router"));
+    config.insert("router_url".into(), json!(router));
+    provider(Value::Object(config))
 }
 
 fn now() -> u64 {

@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::{
     fakes::kubernetes::{self as fake, Options},
     kubernetes_pods::{Containers, PORT},
+    kubernetes_provider::settings,
 };
 
 #[tokio::test]
@@ -19,19 +20,8 @@ async fn the_deployments_runtime_in_docker_containers_passes_the_conformance_sui
         ..Options::default()
     })
     .await;
-    let provider = kubernetes::build_provider(
-        json!({
-            "credentials": "token",
-            "api_url": cluster.url(),
-            "token": fake::TOKEN,
-            "namespace": fake::NAMESPACE,
-            "warm_pool": fake::POOL,
-            "runtime_port": PORT,
-        })
-        .as_object()
-        .unwrap(),
-    )
-    .unwrap();
+    let provider =
+        kubernetes::build_provider(&settings(&cluster, json!({ "runtime_port": PORT }))).unwrap();
 
     let health = provider.health().await;
     let failures = testkit::run_all(&provider).await;

@@ -8,24 +8,18 @@ use sandbox_console::sandbox::{
 };
 use serde_json::{json, Value};
 
-use crate::fakes::kubernetes::{self as fake, Options};
+use crate::{
+    fakes::kubernetes::{self as fake, Options},
+    kubernetes_provider::settings,
+};
 
 fn provider(cluster: &fake::Kubernetes, extra: Value) -> Result<KubernetesProvider, String> {
-    let mut config = json!({
-        "credentials": "token",
-        "api_url": cluster.url(),
-        "token": fake::TOKEN,
-        "namespace": fake::NAMESPACE,
-        "warm_pool": fake::POOL,
-        "runtime": "sandboxd",
-        "runtime_port": cluster.runtime_port(),
-        "grpc_port": cluster.grpc_port(),
-    });
-    config
-        .as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().cloned().unwrap_or_default());
-    kubernetes::build_provider(config.as_object().unwrap()).map_err(|e| e.to_string())
+    let mut config = settings(
+        cluster,
+        json!({ "runtime": "sandboxd", "grpc_port": cluster.grpc_port() }),
+    );
+    config.extend(extra.as_object().cloned().unwrap_or_default());
+    kubernetes::build_provider(&config).map_err(|e| e.to_string())
 }
 
 #[tokio::test]

@@ -19,23 +19,12 @@ use serde_json::json;
 use crate::{
     fakes::kubernetes::{self as fake, Options},
     kubernetes_pods::{Containers, PORT},
+    kubernetes_provider::settings,
     wait::wait_until,
 };
 
 fn provider(cluster: &fake::Kubernetes) -> KubernetesProvider {
-    kubernetes::build_provider(
-        json!({
-            "credentials": "token",
-            "api_url": cluster.url(),
-            "token": fake::TOKEN,
-            "namespace": fake::NAMESPACE,
-            "warm_pool": fake::POOL,
-            "runtime_port": PORT,
-        })
-        .as_object()
-        .unwrap(),
-    )
-    .unwrap()
+    kubernetes::build_provider(&settings(cluster, json!({ "runtime_port": PORT }))).unwrap()
 }
 
 #[tokio::test]

@@ -398,6 +398,24 @@ impl<T: Transport> Session for DriverSession<T> {
     }
 }
 
+/// Waits for the driver's first event, which must say it is ready (with its pid); anything
+/// else, no event within `within`, or the driver gone first is the session's failure to open.
+pub async fn ready(events: &mut mpsc::Receiver<Value>, within: Duration) -> Result<Value, Error> {
+    match tokio::time::timeout(within, events.recv()).await {
+        Ok(Some(event)) if event["t"] == "ready" => Ok(event),
+        Ok(Some(event)) => Err(Error::Backend(format!(
+            "the session's interpreter did not start: {}",
+            event["text"].as_str().unwrap_or_default().trim()
+        ))),
+        Ok(None) => Err(Error::Backend(
+            "the session's interpreter exited at start".into(),
+        )),
+        Err(_) => Err(Error::Backend(
+            "the session's interpreter did not start in time".into(),
+        )),
+    }
+}
+
 /// A `done` or event line as the driver writes it, for transports that read raw lines.
 pub fn parse_line(line: &str) -> Option<Value> {
     serde_json::from_str::<Value>(line)

@@ -210,26 +210,9 @@ async fn start_driver(
             drop(events_tx);
         });
     }
-    let ready = tokio::time::timeout(READY_WITHIN, events.recv()).await;
-    let driver_pid = match &ready {
-        Ok(Some(event)) if event["t"] == "ready" => event["pid"].as_u64().unwrap_or(0),
-        Ok(Some(event)) => {
-            return Err(Error::Backend(format!(
-                "the session's interpreter did not start: {}",
-                event["text"].as_str().unwrap_or_default().trim()
-            )))
-        }
-        Ok(None) => {
-            return Err(Error::Backend(
-                "the session's interpreter exited at start".into(),
-            ))
-        }
-        Err(_) => {
-            return Err(Error::Backend(
-                "the session's interpreter did not start in time".into(),
-            ))
-        }
-    };
+    let driver_pid = driver::ready(&mut events, READY_WITHIN).await?["pid"]
+        .as_u64()
+        .unwrap_or(0);
     let transport = ContainerTransport {
         docker: docker.clone(),
         container: container.to_owned(),

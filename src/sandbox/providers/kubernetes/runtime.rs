@@ -62,15 +62,18 @@ impl Runtime<'_> {
             .send()
             .await
             .map_err(|e| self.failed(format!("the upload of the program got no answer: {e}")))?;
-        if !answer.status().is_success() {
-            let status = answer.status();
-            let body = answer.bytes().await.unwrap_or_default();
-            return Err(self.failed(format!(
-                "the upload of the program was answered {status} {}",
-                http::described(&body)
-            )));
+        self.written(answer, "the upload of the program was answered")
+            .await
+    }
+
+    /// `Ok` for a 2xx answer to a write; else the error, saying what answered.
+    async fn written(&self, answer: reqwest::Response, what: &str) -> Result<(), KubernetesError> {
+        if answer.status().is_success() {
+            return Ok(());
         }
-        Ok(())
+        let status = answer.status();
+        let body = answer.bytes().await.unwrap_or_default();
+        Err(self.failed(format!("{what} {status} {}", http::described(&body))))
     }
 
     /// sandboxd's `PUT /v1/files/{path}`: the raw bytes, 204 when written.
@@ -89,15 +92,8 @@ impl Runtime<'_> {
             .send()
             .await
             .map_err(|e| self.failed(format!("the upload of the program got no answer: {e}")))?;
-        if !answer.status().is_success() {
-            let status = answer.status();
-            let body = answer.bytes().await.unwrap_or_default();
-            return Err(self.failed(format!(
-                "sandboxd answered the upload of the program {status} {}",
-                http::described(&body)
-            )));
-        }
-        Ok(())
+        self.written(answer, "sandboxd answered the upload of the program")
+            .await
     }
 
     /// Runs `command` until `deadline`, reading at most `room` bytes of answer.

@@ -262,26 +262,7 @@ pub(super) async fn open(
         poller,
     };
     let mut events = events;
-    let ready = tokio::time::timeout(READY_WITHIN, events.recv()).await;
-    match ready {
-        Ok(Some(event)) if event["t"] == "ready" => {}
-        Ok(Some(event)) => {
-            return Err(Error::Backend(format!(
-                "the session's interpreter did not start: {}",
-                event["text"].as_str().unwrap_or_default().trim()
-            )))
-        }
-        Ok(None) => {
-            return Err(Error::Backend(
-                "the session's interpreter exited at start".into(),
-            ))
-        }
-        Err(_) => {
-            return Err(Error::Backend(
-                "the session's interpreter did not start in time".into(),
-            ))
-        }
-    }
+    driver::ready(&mut events, READY_WITHIN).await?;
     Ok(Arc::new(DriverSession::new(
         transport,
         events,
