@@ -17,7 +17,9 @@ use std::{
 
 use bollard::{
     models::{ContainerCreateBody, HostConfig, NetworkCreateRequest},
-    query_parameters::{LogsOptionsBuilder, RemoveContainerOptionsBuilder},
+    query_parameters::{
+        ListContainersOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
+    },
     Docker,
 };
 use futures_util::{future::BoxFuture, StreamExt};
@@ -26,6 +28,8 @@ use sandbox_console::sandbox::providers::docker::owner_of;
 use crate::fakes::kubernetes::{PodMaker, Pods};
 
 pub const PORT: u16 = 8888;
+/// On every container and on the network: which test's they are.
+const NETWORK_LABEL: &str = "sandbox-console.test-network";
 
 /// The test's handle: removes every pod left and the network when dropped.
 pub struct Containers {
@@ -48,14 +52,15 @@ impl Containers {
     /// A network for the pods; `exec_timeout_secs` for their runtime.
     pub async fn new(exec_timeout_secs: u32) -> Containers {
         let docker = Docker::connect_with_local_defaults().expect("dockerd (make docker)");
+        let network = format!("sandbox-console-test-{:016x}", rand::random::<u64>());
         let labels = HashMap::from([
             ("sandbox-console.managed".to_owned(), "1".to_owned()),
+            (NETWORK_LABEL.to_owned(), network.clone()),
             (
                 "sandbox-console.owner".to_owned(),
                 owner_of(std::process::id()).unwrap(),
             ),
         ]);
-        let network = format!("sandbox-console-test-{:016x}", rand::random::<u64>());
         docker
             .create_network(NetworkCreateRequest {
                 name: network.clone(),
@@ -223,23 +228,40 @@ impl Drop for Containers {
     fn drop(&mut self) {
         let docker = self.maker.docker.clone();
         let network = self.maker.network.clone();
-        let left: Vec<String> = self
-            .maker
-            .made
-            .lock()
-            .unwrap()
-            .drain()
-            .map(|(_, id)| id)
-            .collect();
         // A runtime of its own: the test's may be ending with the panic that dropped this.
         std::thread::spawn(move || {
             tokio::runtime::Runtime::new()
                 .unwrap()
                 .block_on(async move {
-                    for id in left {
-                        remove_container(&docker, &id).await;
+                    // Every container of this network's, also one whose removal the fake spawned
+                    // and the test's end cut short; then the network, once nothing is attached.
+                    for _ in 0..40 {
+                        let filters = HashMap::from([(
+                            "label".to_owned(),
+                            vec![format!("{NETWORK_LABEL}={network}")],
+                        )]);
+                        let options = ListContainersOptionsBuilder::default()
+                            .all(true)
+                            .filters(&filters)
+                            .build();
+                        for container in docker
+                            .list_containers(Some(options))
+                            .await
+                            .unwrap_or_default()
+                        {
+                            if let Some(id) = container.id {
+                                remove_container(&docker, &id).await;
+                            }
+                        }
+                        match docker.remove_network(&network).await {
+                            Ok(())
+                            | Err(bollard::errors::Error::DockerResponseServerError {
+                                status_code: 404,
+                                ..
+                            }) => return,
+                            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+                        }
                     }
-                    let _ = docker.remove_network(&network).await;
                 })
         })
         .join()
