@@ -1,25 +1,45 @@
 //! How many runs wait in a provider's line for a slot right now, for its pool state and the
 //! `sandbox_pool_waiting` metric: each is counted for as long as it waits, however its wait
-//! ends (a slot, the queue limit, a caller that went away).
+//! ends (a slot, the queue limit, a caller that went away). Work done ahead of runs (an
+//! interpreter's imports) can wait for [`Waiting::some`] to give way to one.
 
 use std::{
     future::Future,
     sync::atomic::{AtomicU64, Ordering},
 };
 
+use tokio::sync::Notify;
+
 #[derive(Debug, Default)]
-pub struct Waiting(AtomicU64);
+pub struct Waiting {
+    count: AtomicU64,
+    arrived: Notify,
+}
 
 impl Waiting {
     pub fn now(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
+        self.count.load(Ordering::SeqCst)
     }
 
     /// Counts one more waiting run while `wait` goes on.
     pub async fn during<T>(&self, wait: impl Future<Output = T>) -> T {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        let _left = Left(&self.0);
+        self.count.fetch_add(1, Ordering::SeqCst);
+        self.arrived.notify_waiters();
+        let _left = Left(&self.count);
         wait.await
+    }
+
+    /// Returns once at least one run waits (at once if one does already).
+    pub async fn some(&self) {
+        loop {
+            let arrival = self.arrived.notified();
+            tokio::pin!(arrival);
+            arrival.as_mut().enable();
+            if self.now() > 0 {
+                return;
+            }
+            arrival.await;
+        }
     }
 }
 
@@ -56,5 +76,19 @@ mod tests {
             assert_eq!(waiting.now(), 1);
         }
         assert_eq!(waiting.now(), 0);
+    }
+
+    #[tokio::test]
+    async fn some_returns_when_a_run_starts_waiting_and_not_before() {
+        let waiting = Waiting::default();
+        let some = waiting.some();
+        tokio::pin!(some);
+        assert!((&mut some).now_or_never().is_none());
+        let line = waiting.during(std::future::pending::<()>());
+        tokio::pin!(line);
+        assert!((&mut line).now_or_never().is_none());
+        assert!((&mut some).now_or_never().is_some());
+        // One already waiting: at once.
+        assert!(waiting.some().now_or_never().is_some());
     }
 }

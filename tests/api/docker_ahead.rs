@@ -1,17 +1,22 @@
 //! The docker provider's Python interpreters started ahead, under runc and gVisor: each run
 //! takes a container whose interpreter already waits, serves one run in it, and the next run
-//! sees nothing of it; the run's deadline starts when its program arrives.
+//! sees nothing of it; the run's deadline starts when its program arrives; a run that
+//! arrives while the imports go on does not wait for them.
 
-use std::time::Duration;
+use std::{os::unix::fs::PermissionsExt, path::PathBuf, sync::Arc, time::Duration};
 
 use sandbox_console::{
     model::execution::{ExecRequest, ExecStatus, ExecutionResult, Language},
-    sandbox::SandboxProvider,
+    sandbox::{
+        environment::{BuildContext, Catalog, Lease, Mount, Resolved},
+        providers::docker,
+        SandboxProvider,
+    },
 };
 use serde_json::{json, Map, Value};
 
 use crate::{
-    docker_provider::{provider, RUNTIMES},
+    docker_provider::{our_containers, provider, settings, RUNTIMES},
     wait::wait_until,
 };
 
@@ -180,5 +185,86 @@ async fn the_deadline_starts_when_the_program_arrives_and_limits_hold() {
             "{runtime}: {}",
             artifacts.stderr
         );
+    }
+}
+
+/// Every environment name resolves to one folder whose `hang` module is preloaded: its import
+/// marks the container (`/tmp/importing-ahead`) and never ends.
+#[derive(Debug)]
+struct Hanging(PathBuf);
+
+impl Catalog for Hanging {
+    fn resolve(&self, name: &str) -> Result<Resolved, String> {
+        Ok(Resolved::Ready(Mount {
+            name: name.into(),
+            build: "hanging".into(),
+            dir: self.0.clone(),
+            preload: vec!["hang".into()],
+            lease: Lease::new(Arc::new(())),
+        }))
+    }
+}
+
+#[tokio::test]
+async fn a_run_that_arrives_during_the_imports_gets_the_container_without_waiting_for_them() {
+    let folder = tempfile::tempdir().unwrap();
+    let packages = folder.path().join("python");
+    std::fs::create_dir(&packages).unwrap();
+    std::fs::write(
+        packages.join("hang.py"),
+        "open('/tmp/importing-ahead', 'w').close()\nimport time\nwhile True:\n    time.sleep(1)\n",
+    )
+    .unwrap();
+    for dir in [folder.path(), packages.as_path()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let context = BuildContext {
+        environments: Arc::new(Hanging(folder.path().to_owned())),
+        ..BuildContext::default()
+    };
+    // Whose processes does the program see? Any other than its own interpreter's would be
+    // the boot, still importing beside it.
+    let code = "import os\ndef main():\n    seen = []\n    for p in os.listdir('/proc'):\n        if p.isdigit() and int(p) != os.getpid():\n            try:\n                seen.append(open('/proc/' + p + '/cmdline', 'rb').read().decode(errors='replace'))\n            except OSError:\n                pass\n    return [c for c in seen if 'started-ahead boot' in c]\n";
+    for runtime in RUNTIMES {
+        let provider = Arc::new(
+            docker::build_provider_with(
+                &settings(runtime, json!({ "pool_size": 1, "environment": "hanging" })),
+                &context,
+            )
+            .expect("the docker provider builds"),
+        );
+        provider.warm_up();
+        wait_until("the pool's container importing ahead", || async {
+            our_containers().iter().any(|id| {
+                std::process::Command::new("docker")
+                    .args(["exec", id, "python3", "-c"])
+                    .arg("import os, sys; sys.exit(not os.path.exists('/tmp/importing-ahead'))")
+                    .status()
+                    .is_ok_and(|s| s.success())
+            })
+        })
+        .await;
+        // The import never ends: a run waiting for it would wait its whole queue limit (30 s)
+        // and come back pool_busy.
+        let request = ExecRequest {
+            language: Language::Python,
+            code: code.into(),
+            arguments: Map::new(),
+            timeout_secs: None,
+        };
+        let result = crate::helpers::run_once(provider.as_ref(), &request).await;
+        // The pool starts the next container ahead, whose import never ends either: closing
+        // the pool ends it rather than waiting for it.
+        provider.shutdown().await;
+        let result = result.unwrap_or_else(|e| panic!("{runtime}: {e}"));
+        assert_eq!(
+            result.status,
+            ExecStatus::Success,
+            "{runtime}: {}",
+            result.stderr
+        );
+        assert_eq!(result.metadata["started_ahead"], json!(false), "{runtime}");
+        assert_eq!(result.result.value, json!([]), "{runtime}");
+        assert_eq!(our_containers(), Vec::<String>::new(), "{runtime}");
     }
 }

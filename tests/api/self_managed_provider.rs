@@ -43,7 +43,6 @@ fn request(language: Language, code: &str, arguments: Value) -> ExecRequest {
 #[tokio::test]
 async fn ragflows_executor_semantics_come_back_typed() {
     let fake = executor_manager::start(Some("tok-123")).await;
-    fake.knobs.lock().unwrap().sandbox_timeout = Some(Duration::from_secs(2));
     let provider = provider(&fake.url(), json!({ "api_token": "tok-123" }));
     let python = |code: &str| request(Language::Python, code, json!({}));
 
@@ -79,12 +78,16 @@ async fn ragflows_executor_semantics_come_back_typed() {
     let plain = run(&provider, &python("x = 6\nprint(x * 7)\n"))
         .await
         .unwrap();
+    // The executor's own time limit, short for this run only: the others keep the fake's
+    // default, which a busy machine's interpreter start-up cannot reach (2 s could: CI36).
+    fake.knobs.lock().unwrap().sandbox_timeout = Some(Duration::from_secs(2));
     let slow = run(
         &provider,
         &python("import time\ndef main():\n    time.sleep(60)\n"),
     )
     .await
     .unwrap();
+    fake.knobs.lock().unwrap().sandbox_timeout = None;
     let hog = run(
         &provider,
         &python("def main():\n    n = 1024\n    return len(b'x' * (n ** 3))\n"),

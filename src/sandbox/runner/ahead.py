@@ -8,9 +8,10 @@
 #    "cpu_secs": n}, stdin closed after it. It writes the files, lowers its CPU-time limit to
 #    what it has used plus the run's own, and runs the runner in this interpreter, where the
 #    preloaded modules are already imported. On the way out it flags on stderr whether
-#    ./artifacts holds anything. stdin ending before a job (the sandbox was retired, or its
-#    console is gone) ends it.
-import base64, io, json, os, sys, time
+#    ./artifacts holds anything. stdin ending before a job (the sandbox was retired, a run
+#    could not wait for the imports, or its console is gone) ends it at once, imports or not:
+#    the rest of stdin is read by a thread of its own beside them.
+import base64, io, json, os, sys, threading, time
 _READY = "__SANDBOX_AHEAD_READY__:"
 _began = time.monotonic()
 _line = sys.stdin.buffer.readline()
@@ -20,6 +21,18 @@ _opening = json.loads(_line)
 _runner = {"__name__": "__sandbox_runner__", "__builtins__": __builtins__}
 exec(compile(_opening["runner"], "_runner.py", "exec"), _runner)
 del _line
+_job_bytes = []
+
+
+def _read_job():
+    _data = sys.stdin.buffer.read()
+    if not _data.strip():
+        os._exit(0)
+    _job_bytes.append(_data)
+
+
+_reader = threading.Thread(target=_read_job, daemon=True)
+_reader.start()
 _runner["_use_environment"]()
 _failed = {}
 _stderr, sys.stderr = sys.stderr, io.StringIO()
@@ -35,11 +48,9 @@ del _opening
 sys.stdout.write(_READY + json.dumps({"failed": _failed, "ms": int((time.monotonic() - _began) * 1000)}) + "\n")
 sys.stdout.flush()
 
-_data = sys.stdin.buffer.read()
-if not _data.strip():
-    sys.exit(0)
-_job = json.loads(_data)
-del _data
+_reader.join()
+_job = json.loads(_job_bytes.pop())
+del _reader, _read_job, _job_bytes
 import resource
 _usage = resource.getrusage(resource.RUSAGE_SELF)
 _cap = int(_usage.ru_utime + _usage.ru_stime) + 1 + int(_job["cpu_secs"])

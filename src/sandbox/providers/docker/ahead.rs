@@ -2,7 +2,9 @@
 //! user, in /workspace) that has imported the environment's preloaded modules and waits for
 //! its one job on stdin. A run that takes the container writes its job and drives the exec
 //! as a cold run's ([`super::drive`]); its deadline starts then. Dropped unused (the pool
-//! closed, the container went), its stdin closes and the boot exits.
+//! closed, the container went), its stdin closes and the boot exits. A run that waits for the
+//! container meanwhile does not wait for the imports: the pool gives the boot up
+//! ([`abandon`]) and the run starts its interpreter itself.
 
 use std::time::Duration;
 
@@ -18,6 +20,8 @@ use crate::sandbox::runner::ahead::{self, Readiness};
 
 /// How long a boot may take to become ready (pandas under gVisor on a loaded machine).
 const READY_WITHIN: Duration = Duration::from_secs(60);
+/// How long a boot given up may take to exit once its stdin is closed.
+const GONE_WITHIN: Duration = Duration::from_secs(10);
 
 /// A started-ahead exec, ready for its job.
 pub(super) struct AheadExec {
@@ -34,16 +38,16 @@ impl std::fmt::Debug for AheadExec {
     }
 }
 
-/// Starts the boot in container `id` and waits until it is ready.
-pub(super) async fn start(
+/// Starts the boot in container `id`: its opening written, its imports under way.
+pub(super) async fn begin(
     docker: &bollard::Docker,
     id: &str,
     preload: &[String],
-) -> Result<AheadExec, DockerError> {
+) -> Result<Exec, DockerError> {
     let cmd = ["python3", "-I", "-B", "-u", "-c", ahead::BOOT_PY]
         .map(str::to_owned)
         .to_vec();
-    let (exec_id, mut output, mut input) = engine::start_exec(docker, id, cmd, true).await?;
+    let (exec_id, output, mut input) = engine::start_exec(docker, id, cmd, true).await?;
     let opening = ahead::opening(preload);
     let sent = async {
         input.write_all(opening.as_bytes()).await?;
@@ -52,8 +56,18 @@ pub(super) async fn start(
     sent.await.map_err(|e| {
         DockerError::Protocol(format!("the started-ahead interpreter did not start: {e}"))
     })?;
+    Ok(Exec {
+        id: exec_id,
+        output,
+        input,
+    })
+}
+
+/// Waits until the boot says it is ready (its preloaded modules imported).
+pub(super) async fn ready(exec: &mut Exec) -> Result<Readiness, DockerError> {
     let mut stdout = Capped::default();
     let mut stderr = Capped::default();
+    let output = &mut exec.output;
     let ready = async {
         while let Some(frame) = output.next().await {
             match frame {
@@ -80,26 +94,30 @@ pub(super) async fn start(
             None => "it exited before it was ready".to_owned(),
         })
     };
-    let readiness = match tokio::time::timeout(READY_WITHIN, ready).await {
-        Ok(Ok(readiness)) => readiness,
-        Ok(Err(why)) => {
-            return Err(DockerError::Protocol(format!(
-                "the started-ahead interpreter failed: {why}"
-            )))
-        }
-        Err(_) => {
-            return Err(DockerError::Protocol(format!(
-                "the started-ahead interpreter was not ready within {} s",
-                READY_WITHIN.as_secs()
-            )))
-        }
+    match tokio::time::timeout(READY_WITHIN, ready).await {
+        Ok(Ok(readiness)) => Ok(readiness),
+        Ok(Err(why)) => Err(DockerError::Protocol(format!(
+            "the started-ahead interpreter failed: {why}"
+        ))),
+        Err(_) => Err(DockerError::Protocol(format!(
+            "the started-ahead interpreter was not ready within {} s",
+            READY_WITHIN.as_secs()
+        ))),
+    }
+}
+
+/// Ends a boot that is no longer wanted and waits for it to be gone: its stdin closed, it
+/// exits at once, imports or not. `false` when it was not seen to end (the container is then
+/// no one's to hand out).
+pub(super) async fn abandon(exec: Exec) -> bool {
+    let Exec {
+        mut output,
+        mut input,
+        ..
+    } = exec;
+    let ended = async {
+        let _ = input.shutdown().await;
+        while output.next().await.is_some() {}
     };
-    Ok(AheadExec {
-        exec: Exec {
-            id: exec_id,
-            output,
-            input,
-        },
-        readiness,
-    })
+    tokio::time::timeout(GONE_WITHIN, ended).await.is_ok()
 }

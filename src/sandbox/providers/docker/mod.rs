@@ -24,7 +24,8 @@ use tokio::sync::OnceCell;
 
 pub use crate::sandbox::providers::owner::{owner_alive, owner_of};
 pub use config::{
-    build, build_provider, build_with, schema, DockerConfig, GVISOR_MIN_PIDS, RUNSC_EGRESS,
+    build, build_provider, build_provider_with, build_with, schema, DockerConfig, GVISOR_MIN_PIDS,
+    RUNSC_EGRESS,
 };
 pub use engine::{LABEL_MANAGED, LABEL_OWNER, LABEL_POOL};
 

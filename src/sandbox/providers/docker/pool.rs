@@ -17,7 +17,7 @@ use std::{
     time::Duration,
 };
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::{
     ahead::{self, AheadExec},
@@ -44,6 +44,8 @@ pub struct Pool {
     /// Containers whose removal failed: removed again on the next health check and at close.
     leftovers: Mutex<Vec<String>>,
     closed: AtomicBool,
+    /// Woken when the pool closes: work for idle containers gives way.
+    closing: Notify,
     /// Slots holding a permit to start a warm container (counted apart from runs).
     warming: AtomicUsize,
     /// Runs waiting for a slot.
@@ -108,6 +110,7 @@ impl Pool {
             ahead_problem: Mutex::new(None),
             leftovers: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            closing: Notify::new(),
             warming: AtomicUsize::new(0),
             waiting: Waiting::default(),
         }
@@ -245,10 +248,8 @@ impl Pool {
             let keep = reusable
                 && !shared.config.fresh_container_per_run
                 && !pool.closed()
-                && engine::wipe(&docker, &id).await.unwrap_or(false);
-            if keep {
-                pool.start_ahead(&shared, &docker, &id).await;
-            }
+                && engine::wipe(&docker, &id).await.unwrap_or(false)
+                && pool.start_ahead(&shared, &docker, &id).await;
             let id = match keep {
                 true => match pool.park(id) {
                     None => return,
@@ -323,10 +324,15 @@ impl Pool {
     async fn start_warm(&self, shared: &Shared) {
         match shared.start(self.language).await {
             Ok(id) => {
-                if let Ok(docker) = shared.engine.client().await {
-                    self.start_ahead(shared, &docker, &id).await;
-                }
-                if let Some(id) = self.park(id) {
+                let fit = match shared.engine.client().await {
+                    Ok(docker) => self.start_ahead(shared, &docker, &id).await,
+                    Err(_) => true,
+                };
+                let unparked = match fit {
+                    true => self.park(id),
+                    false => Some(id),
+                };
+                if let Some(id) = unparked {
                     match shared.engine.client().await {
                         Ok(docker) => self.remove(&docker, &id).await,
                         Err(_) => self.leftovers.lock().expect("leftovers lock").push(id),
@@ -342,16 +348,37 @@ impl Pool {
     /// Starts the interpreter of a container about to be parked ahead of its run, when the
     /// provider starts interpreters ahead (Python) and no run waits for a container: a run
     /// that waits gets the container now and starts its interpreter itself, rather than
-    /// waiting for the preload too. A container whose interpreter cannot be started is parked
-    /// as it is.
-    async fn start_ahead(&self, shared: &Shared, docker: &bollard::Docker, id: &str) {
+    /// waiting for the preload too. A run that starts waiting while the imports go on, or
+    /// the pool closing, ends them the same way. A container whose interpreter cannot be
+    /// started is parked as it is. `false` when the container is unfit to hand out: a boot
+    /// given up was not seen to end.
+    async fn start_ahead(&self, shared: &Shared, docker: &bollard::Docker, id: &str) -> bool {
         let Some(preload) = shared.preload_for(self.language) else {
-            return;
+            return true;
         };
         if self.waiting() > 0 {
-            return;
+            return true;
         }
-        match ahead::start(docker, id, preload).await {
+        let started = match ahead::begin(docker, id, preload).await {
+            Ok(mut exec) => tokio::select! {
+                readiness = ahead::ready(&mut exec) => match readiness {
+                    Ok(readiness) => Ok(AheadExec { exec, readiness }),
+                    // A boot that failed or hangs is ended before its container is parked.
+                    Err(error) if ahead::abandon(exec).await => Err(error),
+                    Err(error) => {
+                        tracing::warn!(container = super::short(id), %error, "an interpreter started ahead failed and did not end");
+                        return false;
+                    }
+                },
+                () = self.give_way() => {
+                    let gone = ahead::abandon(exec).await;
+                    tracing::info!(container = super::short(id), gone, "an interpreter importing ahead was given up for a waiting run or a closing pool");
+                    return gone;
+                }
+            },
+            Err(error) => Err(error),
+        };
+        match started {
             Ok(started) => {
                 *self.ahead_problem.lock().expect("ahead lock") = started.readiness.problem();
                 self.ahead
@@ -364,6 +391,23 @@ impl Pool {
                 *self.ahead_problem.lock().expect("ahead lock") =
                     Some(format!("sandboxes cannot be started ahead: {error}"));
             }
+        }
+        true
+    }
+
+    /// Returns once a run waits for a slot or the pool closes.
+    async fn give_way(&self) {
+        let closing = async {
+            let closed = self.closing.notified();
+            tokio::pin!(closed);
+            closed.as_mut().enable();
+            if !self.closed() {
+                closed.await;
+            }
+        };
+        tokio::select! {
+            () = self.waiting.some() => {}
+            () = closing => {}
         }
     }
 
@@ -405,6 +449,7 @@ impl Pool {
         let idle = {
             let mut idle = self.idle.lock().expect("idle list lock");
             self.closed.store(true, Ordering::SeqCst);
+            self.closing.notify_waiters();
             self.ahead.lock().expect("ahead lock").clear();
             std::mem::take(&mut *idle)
         };
