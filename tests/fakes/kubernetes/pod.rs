@@ -17,7 +17,10 @@ use axum::{
     routing::{get, post},
     Json, Router,
 };
-use sandbox_console::model::execution::{ExecStatus, Language};
+use sandbox_console::{
+    model::execution::{ExecStatus, Language},
+    sandbox::{providers::local::RawRun, Error},
+};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
@@ -137,21 +140,20 @@ async fn execute(State(pod): State<Pod>, Json(body): Json<Value>) -> Response {
     let Some(words) = shlex::split(command) else {
         return failed("No closing quotation");
     };
-    let program = match words.as_slice() {
-        [interpreter, name] if interpreter == "python3" => Some((Language::Python, name.clone())),
-        [interpreter, name] if interpreter == "node" => Some((Language::Javascript, name.clone())),
-        _ => None,
-    };
-    let Some((language, name)) = program else {
+    let Some((language, name)) = program(&words) else {
         return failed(&format!(
             "[Errno 2] No such file or directory: '{}'",
             words.first().cloned().unwrap_or_default()
         ));
     };
-    let Some(contents) = pod
-        .inner
-        .with_pod(&pod.claim, |files| files.0.get(&name).cloned())
-        .flatten()
+    let Some(ran) = run_file(
+        &pod.inner,
+        &pod.claim,
+        language,
+        &name,
+        Duration::from_secs(300),
+    )
+    .await
     else {
         let message = match language {
             Language::Python => format!(
@@ -161,19 +163,7 @@ async fn execute(State(pod): State<Pod>, Json(body): Json<Value>) -> Response {
         };
         return Json(json!({ "stdout": "", "stderr": message, "exit_code": if language == Language::Python { 2 } else { 1 } })).into_response();
     };
-    let (files, args) = match language {
-        Language::Python => (vec![file("main.py", contents)], vec!["-B", "main.py"]),
-        Language::Javascript => (vec![file("main.mjs", contents)], vec!["main.mjs"]),
-    };
-    match run(
-        &pod.inner.engine,
-        language,
-        files,
-        args,
-        Duration::from_secs(300),
-    )
-    .await
-    {
+    match ran {
         Ok(raw) if raw.limit == Some(ExecStatus::Timeout) => {
             failed(&format!("Command '{words:?}' timed out after 300 seconds"))
         }
@@ -186,4 +176,32 @@ async fn execute(State(pod): State<Pod>, Json(body): Json<Value>) -> Response {
         .into_response(),
         Err(error) => failed(&error.to_string()),
     }
+}
+
+/// What the fake pods run: `python3 FILE` or `node FILE`, as the language and FILE.
+pub(super) fn program(words: &[String]) -> Option<(Language, String)> {
+    match words {
+        [interpreter, name] if interpreter == "python3" => Some((Language::Python, name.clone())),
+        [interpreter, name] if interpreter == "node" => Some((Language::Javascript, name.clone())),
+        _ => None,
+    }
+}
+
+/// Runs the file `name` of `claim`'s pod for real in the local provider's sandbox, as its
+/// interpreter would, within `limit`; `None` when the pod holds no such file.
+pub(super) async fn run_file(
+    inner: &Inner,
+    claim: &str,
+    language: Language,
+    name: &str,
+    limit: Duration,
+) -> Option<Result<RawRun, Error>> {
+    let contents = inner
+        .with_pod(claim, |files| files.0.get(name).cloned())
+        .flatten()?;
+    let (files, args) = match language {
+        Language::Python => (vec![file("main.py", contents)], vec!["-B", "main.py"]),
+        Language::Javascript => (vec![file("main.mjs", contents)], vec!["main.mjs"]),
+    };
+    Some(run(&inner.engine, language, files, args, limit).await)
 }

@@ -23,16 +23,14 @@ use axum::{
     Json, Router,
 };
 use prost::Message;
-use sandbox_console::model::execution::Language;
 use serde_json::json;
 use tokio::net::TcpListener;
 
-use super::super::{
-    file,
-    grpc::{answer, unframed},
-    run,
+use super::super::grpc::{answer, unframed};
+use super::{
+    pod::{program, run_file},
+    Inner,
 };
-use super::Inner;
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ProcessConfig {
@@ -119,23 +117,22 @@ async fn execute(State(pod): State<Pod>, body: Bytes) -> Response {
     if command.is_empty() {
         return answer(Vec::new(), INVALID_ARGUMENT, "command must not be empty");
     }
-    let program = match command.as_slice() {
-        [interpreter, name] if interpreter == "python3" => Some((Language::Python, name.clone())),
-        [interpreter, name] if interpreter == "node" => Some((Language::Javascript, name.clone())),
-        _ => None,
-    };
-    let Some((language, name)) = program else {
+    let Some((language, name)) = program(&command) else {
         return answer(
             Vec::new(),
             NOT_FOUND,
             &format!("exec: {:?}: executable file not found in $PATH", command[0]),
         );
     };
-    let contents = pod
-        .inner
-        .with_pod(&pod.claim, |files| files.0.get(&name).cloned())
-        .flatten();
-    let reply = match contents {
+    let ran = run_file(
+        &pod.inner,
+        &pod.claim,
+        language,
+        &name,
+        Duration::from_secs(600),
+    )
+    .await;
+    let reply = match ran {
         None => ExecuteResponse {
             exit_code: 2,
             stdout: Vec::new(),
@@ -144,28 +141,12 @@ async fn execute(State(pod): State<Pod>, body: Bytes) -> Response {
             )
             .into_bytes(),
         },
-        Some(contents) => {
-            let (files, args) = match language {
-                Language::Python => (vec![file("main.py", contents)], vec!["-B", "main.py"]),
-                Language::Javascript => (vec![file("main.mjs", contents)], vec!["main.mjs"]),
-            };
-            match run(
-                &pod.inner.engine,
-                language,
-                files,
-                args,
-                Duration::from_secs(600),
-            )
-            .await
-            {
-                Ok(raw) => ExecuteResponse {
-                    exit_code: raw.exit_code.unwrap_or(-1),
-                    stdout: raw.stdout.into_bytes(),
-                    stderr: raw.stderr.into_bytes(),
-                },
-                Err(error) => return answer(Vec::new(), INTERNAL, &error.to_string()),
-            }
-        }
+        Some(Ok(raw)) => ExecuteResponse {
+            exit_code: raw.exit_code.unwrap_or(-1),
+            stdout: raw.stdout.into_bytes(),
+            stderr: raw.stderr.into_bytes(),
+        },
+        Some(Err(error)) => return answer(Vec::new(), INTERNAL, &error.to_string()),
     };
     answer(vec![reply.encode_to_vec()], 0, "")
 }

@@ -24,6 +24,20 @@ SOCKET = ".sandbox-console.sock"
 SPEC = ".sandbox-console-driver.json"
 MAX_ANSWER = 4 << 20
 MAX_KEPT = 64 << 20
+# A request or an answer on the socket: a cell or a line of a file (the runtime takes at most
+# 64 MiB a file), or MAX_ANSWER of lines.
+MAX_LINE = 96 << 20
+
+
+def read_line(sock):
+    """What the peer sends up to a newline (or its end), at most MAX_LINE bytes."""
+    data = bytearray()
+    while not data.endswith(b"\n") and len(data) <= MAX_LINE:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    return bytes(data)
 
 
 class Host:
@@ -101,14 +115,8 @@ class Host:
     def handle(self, connection):
         with connection:
             connection.settimeout(120)
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = connection.recv(1 << 20)
-                if not chunk:
-                    break
-                data += chunk
             try:
-                request = json.loads(data)
+                request = json.loads(read_line(connection))
                 answer = self.answer(request)
             except Exception as error:
                 request, answer = {}, {"ok": False, "error": "a bad request: %s" % error}
@@ -166,12 +174,7 @@ def call(path):
     try:
         client.connect(SOCKET)
         client.sendall(data.rstrip(b"\n") + b"\n")
-        answer = b""
-        while not answer.endswith(b"\n"):
-            chunk = client.recv(1 << 20)
-            if not chunk:
-                break
-            answer += chunk
+        answer = read_line(client)
     except OSError as error:
         answer = b""
         print(json.dumps({"ok": False, "gone": True, "error": "the session host is gone: %s" % error}))
