@@ -1,7 +1,7 @@
 //! Pods for the Kubernetes API fake made as deploy/kubernetes makes them, one real container
 //! per claim on the local dockerd: the runtime image (`sandbox-runtime:local` here) serving
 //! `deploy/kubernetes/runtime/server.py`, mounted read-only at /opt/sandbox-runtime, as
-//! `python3 /opt/sandbox-runtime/server.py`, uid 65534, read-only root with /workspace and /tmp
+//! `python3 /opt/sandbox-runtime/server.py`, uid 65534, read-only root with /home/user and /tmp
 //! writable, no capabilities, `no-new-privileges`, 512 MiB, one CPU, on an internal network
 //! (the host reaches it; nothing beyond). A pod is handed out once its runtime answers `GET /`
 //! (the template's readiness probe) and removed with its claim, as the controller does.
@@ -97,6 +97,10 @@ impl Maker {
         let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("deploy/kubernetes/runtime/server.py");
         let tmpfs = "rw,nosuid,nodev,size=256m,mode=1777".to_owned();
+        // The image has no /home/user: docker makes it (0755, root) for the working folder and
+        // copies that onto the tmpfs. The pod's user owns it here, as it can write to the
+        // emptyDir (0777) a kubelet mounts there.
+        let home = format!("{tmpfs},uid=65534,gid=65534");
         let memory = 512 * 1024 * 1024;
         ContainerCreateBody {
             image: Some(
@@ -108,10 +112,10 @@ impl Maker {
                 "/opt/sandbox-runtime/server.py".into(),
             ]),
             user: Some("65534:65534".into()),
-            working_dir: Some("/workspace".into()),
+            working_dir: Some("/home/user".into()),
             env: Some(vec![
                 "PATH=/usr/local/bin:/usr/bin:/bin".into(),
-                "SANDBOX_BASE_DIR=/workspace".into(),
+                "SANDBOX_BASE_DIR=/home/user".into(),
                 format!("SANDBOX_RUNTIME_PORT={PORT}"),
                 format!("SANDBOX_EXEC_TIMEOUT_SECONDS={}", self.exec_timeout_secs),
             ]),
@@ -121,7 +125,7 @@ impl Maker {
                 init: Some(true),
                 readonly_rootfs: Some(true),
                 tmpfs: Some(HashMap::from([
-                    ("/workspace".to_owned(), tmpfs.clone()),
+                    ("/home/user".to_owned(), home),
                     ("/tmp".to_owned(), tmpfs),
                 ])),
                 binds: Some(vec![format!(

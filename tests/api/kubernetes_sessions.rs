@@ -81,15 +81,27 @@ async fn kubernetes_sessions_in_docker_pods_keep_state_interrupt_and_leave_no_cl
         .unwrap();
     assert_eq!(failed.status, ExecStatus::ProgramError, "{failed:?}");
 
-    // Files in the session's home (the runtime's folder in the pod), and commands beside them.
+    // Files in the session's home (the runtime's folder in the pod, /home/user), and commands beside them.
     let written = session
         .write_file("notes.txt", b"hi\n")
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(written.path, "/workspace/notes.txt");
+    assert_eq!(written.path, "/home/user/notes.txt");
     let read = session.read_file("notes.txt").await.unwrap().unwrap();
     assert_eq!(read, b"hi\n");
+    // An absolute path under /home/user, as E2B's SDK sends them, is the same folder.
+    let absolute = session
+        .write_file("/home/user/data.csv", b"a,b\n1,2\n")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(absolute.path, "/home/user/data.csv");
+    let seen = session
+        .run_cell("default", "open('data.csv').read()", deadline, None)
+        .await
+        .unwrap();
+    assert_eq!(seen.main_text(), Some("'a,b\\n1,2\\n'"), "{seen:?}");
     let command = CommandSpec {
         argv: vec![
             "/bin/sh".into(),
