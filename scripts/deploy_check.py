@@ -14,6 +14,7 @@ Usage: deploy_check.py ROOT [--self-test]
 """
 
 import copy
+import io
 import json
 import os
 import re
@@ -48,8 +49,9 @@ class Problems:
 
 
 def dockerfile_stages(text):
-    parser = DockerfileParser(fileobj=None)
-    parser.content = text
+    # Parsed from memory: without a file object the parser writes its content to ./Dockerfile,
+    # which from the repository's root overwrote the real one with each broken variant.
+    parser = DockerfileParser(fileobj=io.BytesIO(text.encode()))
     stages, current = [], None
     for instruction in parser.structure:
         if instruction["instruction"] == "FROM":
