@@ -229,6 +229,11 @@ fn hold(
         slot,
         done,
     } = order;
+    // The run is timed from when its deadline starts, never later: a clock started after the
+    // watchdog (past the grant and the folder's rename below) read 1992 ms for a run killed
+    // at its 2 s deadline on a busy machine (CI42), and a gap past classify's 100 ms would
+    // have called the deadline's kill an out-of-memory one.
+    let started = Instant::now();
     let finished = match jail::watchdog(supervisor, timeout, watch) {
         Ok(finished) => finished,
         Err(error) => {
@@ -244,7 +249,6 @@ fn hold(
     host.running();
     let flag = format!("{}artifacts", job.marker);
     let sent = ahead::order(&job, &flag, timeout.as_secs() + 1);
-    let started = Instant::now();
     // A boot that is gone shows in how the sandbox ended; nothing to add here.
     let _ = stdin.write_all(sent.as_bytes());
     drop(stdin);
