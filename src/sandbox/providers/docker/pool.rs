@@ -11,13 +11,14 @@
 use std::{
     collections::HashMap,
     sync::{
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        atomic::{AtomicUsize, Ordering},
         Arc, Mutex,
     },
     time::Duration,
 };
 
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
 
 use super::{
     ahead::{self, AheadExec},
@@ -43,9 +44,8 @@ pub struct Pool {
     ahead_problem: Mutex<Option<String>>,
     /// Containers whose removal failed: removed again on the next health check and at close.
     leftovers: Mutex<Vec<String>>,
-    closed: AtomicBool,
-    /// Woken when the pool closes: work for idle containers gives way.
-    closing: Notify,
+    /// Cancelled when the pool closes: no more runs, and work for idle containers gives way.
+    closed: CancellationToken,
     /// Slots holding a permit to start a warm container (counted apart from runs).
     warming: AtomicUsize,
     /// Runs waiting for a slot.
@@ -109,8 +109,7 @@ impl Pool {
             ahead: Mutex::new(HashMap::new()),
             ahead_problem: Mutex::new(None),
             leftovers: Mutex::new(Vec::new()),
-            closed: AtomicBool::new(false),
-            closing: Notify::new(),
+            closed: CancellationToken::new(),
             warming: AtomicUsize::new(0),
             waiting: Waiting::default(),
         }
@@ -154,7 +153,7 @@ impl Pool {
     }
 
     fn closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
+        self.closed.is_cancelled()
     }
 
     /// Fills every free slot with a started container, in the background.
@@ -397,17 +396,9 @@ impl Pool {
 
     /// Returns once a run waits for a slot or the pool closes.
     async fn give_way(&self) {
-        let closing = async {
-            let closed = self.closing.notified();
-            tokio::pin!(closed);
-            closed.as_mut().enable();
-            if !self.closed() {
-                closed.await;
-            }
-        };
         tokio::select! {
             () = self.waiting.some() => {}
-            () = closing => {}
+            () = self.closed.cancelled() => {}
         }
     }
 
@@ -448,8 +439,7 @@ impl Pool {
     pub async fn close(&self, shared: &Shared) {
         let idle = {
             let mut idle = self.idle.lock().expect("idle list lock");
-            self.closed.store(true, Ordering::SeqCst);
-            self.closing.notify_waiters();
+            self.closed.cancel();
             self.ahead.lock().expect("ahead lock").clear();
             std::mem::take(&mut *idle)
         };
