@@ -235,22 +235,18 @@ POOL_FIELDS = {"replicas", "sandboxTemplateRef", "updateStrategy"}
 AGENT_SANDBOX = "extensions.agents.x-k8s.io/v1beta1"
 
 
-def validate_builtin(doc, problems, where):
-    complaint = schema_complaint(json.dumps(doc, sort_keys=True))
-    if complaint:
-        problems.add(where, complaint)
-
-
 # What the schemas say of one object, by its content: the self-test checks 40 variants of the
 # same 13 objects, and each variant changes one of them (the validator reads its schema files
 # anew on every call: 10 s of the self-test, 30 s on a loaded machine).
 _SCHEMA_COMPLAINTS = {}
 
 
-def schema_complaint(text):
-    if text not in _SCHEMA_COMPLAINTS:
-        _SCHEMA_COMPLAINTS[text] = validate_versions(json.loads(text))
-    return _SCHEMA_COMPLAINTS[text]
+def validate_builtin(doc, problems, where):
+    key = json.dumps(doc, sort_keys=True)
+    if key not in _SCHEMA_COMPLAINTS:
+        _SCHEMA_COMPLAINTS[key] = validate_versions(doc)
+    if _SCHEMA_COMPLAINTS[key]:
+        problems.add(where, _SCHEMA_COMPLAINTS[key])
 
 
 def validate_versions(doc):
